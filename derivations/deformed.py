@@ -1,0 +1,73 @@
+"""beta-logarithm, beta-exponential (seed 000 eq 4) and the Tsallis entropy term (eq 6).
+
+Each is defined from the paper, rewritten into a form that is smooth
+through beta = 1, and the rewrite is checked symbolically against the
+definition.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derivations import symbols as S
+from derivations.primitives import exprel, log1prel
+from derivations.result import FamilyDerivation, Kernel
+
+
+def log_beta_definition(u: sp.Expr, beta: sp.Expr) -> sp.Expr:
+    """(u^(1-beta) - 1) / (1 - beta)."""
+    return (u ** (1 - beta) - 1) / (1 - beta)
+
+
+def exp_beta_definition(u: sp.Expr, beta: sp.Expr) -> sp.Expr:
+    """(1 + (1-beta) u)^(1/(1-beta)) where the base is positive."""
+    return (1 + (1 - beta) * u) ** (1 / (1 - beta))
+
+
+def derive_deformed() -> FamilyDerivation:
+    """Stable forms, checked against eq 4.
+
+    log_beta = log(u) exprel((1-beta) log u); exp_beta = exp(u log1prel((1-beta) u)).
+    """
+    u, beta, p, alpha = S.u, S.beta, S.p, S.alpha
+    log_b = sp.log(u) * exprel((1 - beta) * sp.log(u))
+    base = 1 + (1 - beta) * u
+    exp_inside = sp.exp(u * log1prel((1 - beta) * u))
+    checks = [
+        (log_b.rewrite(sp.exp), log_beta_definition(u, beta)),
+        (sp.log(exp_inside.rewrite(sp.log)), sp.log(exp_beta_definition(u, beta))),
+    ]
+    for stable, definition in checks:
+        difference = sp.simplify(sp.expand_log(stable - definition, force=True))
+        if difference != 0:
+            raise AssertionError(f"stable form differs from the definition by {difference}")
+    # Outside the base's positive range: 0 for beta < 1 ([.]_+), the pole +oo for beta > 1.
+    exp_b = sp.Piecewise((exp_inside, base > 0), (0, beta < 1), (sp.oo, True))
+    # -p log_{2-alpha}(p) / alpha, with 0 log 0 = 0.
+    term = sp.Piecewise((-p * log_b.subs({u: p, beta: 2 - alpha}) / alpha, p > 0), (0, True))
+    kernels = (
+        Kernel("log_beta", (u, beta), log_b, "beta-logarithm (eq 4), smooth through beta = 1."),
+        Kernel("exp_beta", (u, beta), exp_b, "beta-exponential (eq 4), smooth through beta = 1."),
+        Kernel(
+            "tsallis_entropy_term",
+            (p, alpha),
+            term,
+            "-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6).",
+        ),
+    )
+    return FamilyDerivation(
+        name="deformed",
+        title="Deformed logarithm and exponential",
+        source="seed 000 eqs (4), (6)",
+        alpha=alpha,
+        symbols={"u": u, "beta": beta, "p": p, "alpha": alpha},
+        score=sp.S.Zero,
+        density=sp.S.Zero,
+        normalization=sp.Eq(log_b.rewrite(sp.exp), log_beta_definition(u, beta)),
+        threshold=sp.S.Zero,
+        support=sp.S.Zero,
+        mean=sp.S.Zero,
+        variance=sp.S.Zero,
+        tsallis_entropy=sp.S.Zero,
+        kernels=kernels,
+    )

@@ -1,0 +1,154 @@
+"""Location-scale continuous sparsemax families (seed 000 eq 13).
+
+f(t) = -(1/sigma) g'(|t-mu|/sigma) with g convex and C^1 on [0, oo).
+p = [-lambda + f]_+ has support |t - mu| < sigma a, where int p = 1 reduces
+to a g'(a) - g(a) + g(0) = 1/2 (independent of sigma), and lambda = -g'(a)/sigma.
+a is solved exactly when SymPy can, else by an mpmath root at ``dps`` digits.
+"""
+
+from __future__ import annotations
+
+import mpmath
+import sympy as sp
+
+from derivations import symbols as S
+from derivations.primitives import PositivePart
+from derivations.result import FamilyDerivation, Kernel
+
+T = sp.Symbol("t", nonnegative=True)
+A = sp.Symbol("a", positive=True)
+BUILTIN_G = {"cubic": "t**3/6", "quadratic": "t**2/2"}
+_GRID = [sp.Rational(i, 8) for i in range(0, 161)]  # convexity probe on [0, 20]
+
+
+class InvalidScoreError(ValueError):
+    """g cannot define a location-scale sparsemax family."""
+
+
+def parse_g(g: str | sp.Expr) -> sp.Expr:
+    """Parse g(t) and check that it is C^1 and convex on [0, oo)."""
+    try:
+        expr = sp.sympify(g, locals={"t": T}) if isinstance(g, str) else sp.sympify(g)
+    except (sp.SympifyError, SyntaxError, TypeError) as error:
+        raise InvalidScoreError(f"g: cannot parse {g!r} as a SymPy expression ({error})") from None
+    extra = expr.free_symbols - {T}
+    if any(s.name == "t" for s in extra):
+        expr = expr.subs({s: T for s in extra if s.name == "t"})
+        extra = expr.free_symbols - {T}
+    if extra:
+        raise InvalidScoreError(f"g: must depend on t only, got symbols {sorted(map(str, extra))}")
+    first = sp.diff(expr, T)
+    if first.has(
+        sp.Derivative, sp.Subs, sp.sign, sp.Heaviside, sp.DiracDelta, sp.Abs, sp.Piecewise
+    ):
+        raise InvalidScoreError(f"g: {expr} is not continuously differentiable on [0, oo)")
+    at_zero = sp.limit(first, T, 0, "+")
+    if not at_zero.is_finite:
+        raise InvalidScoreError(f"g: g'(0) = {at_zero} is not finite, so g is not C^1 at 0")
+    second = sp.diff(first, T)
+    if second.is_nonnegative is not True:
+        values = [second.subs(T, v) for v in _GRID[1:]]
+        bad = [(v, val) for v, val in zip(_GRID[1:], values, strict=True) if sp.N(val) < -1e-12]
+        if bad or any(not sp.N(val).is_finite for val in values):
+            where = f" (g''({bad[0][0]}) = {sp.N(bad[0][1], 6)})" if bad else ""
+            raise InvalidScoreError(f"g: {expr} is not convex on [0, oo){where}")
+    return expr
+
+
+def solve_half_width(g: sp.Expr, dps: int = 50) -> tuple[sp.Expr, bool]:
+    """a with a g'(a) - g(a) + g(0) = 1/2: (value, exact?).
+
+    h(a) = a g'(a) - g(a) + g(0) is nondecreasing (h' = a g'' >= 0) with h(0) = 0,
+    so a root exists iff h exceeds 1/2 somewhere; it is bracketed by doubling.
+    """
+    gp = sp.diff(g, T)
+    h = (T * gp - g + g.subs(T, 0)).subs(T, A)
+    try:
+        roots = [r for r in sp.solve(sp.Eq(h, sp.Rational(1, 2)), A) if r.is_positive]
+    except NotImplementedError:
+        roots = []
+    if len(roots) == 1:
+        return sp.nsimplify(roots[0]) if roots[0].is_Float else roots[0], True
+    h_num = sp.lambdify(A, h - sp.Rational(1, 2), modules="mpmath")
+    with mpmath.workdps(dps + 10):
+        high = mpmath.mpf(1)
+        while h_num(high) < 0:
+            high *= 2
+            if high > 1e12:
+                raise InvalidScoreError(f"g: a g'(a) - g(a) + g(0) = 1/2 has no solution for {g}")
+        root = mpmath.findroot(h_num, (mpmath.mpf(0), high), solver="anderson")
+        return sp.Float(mpmath.nstr(root, dps), dps), False
+
+
+def derive_location_scale(
+    g: str | sp.Expr, name: str = "custom", dps: int = 50
+) -> FamilyDerivation:
+    """Closed forms for g; for the built-ins name is ``cubic`` or ``quadratic``."""
+    g_expr = parse_g(g)
+    a, exact = solve_half_width(g_expr, dps)
+    gp = sp.diff(g_expr, T)
+    sigma = S.scale
+    # Normalization in the standardized distance u = |t - mu| / sigma.
+    mass = sp.simplify(2 * sp.integrate(gp.subs(T, A) - gp, (T, 0, A)))
+    normalization = sp.Eq(mass, 1)
+    lam = -gp.subs(T, a) / sigma
+    half_width = sigma * a
+    inside = gp.subs(T, a) - gp  # sigma * p, as a function of u
+    variance = sp.simplify(sigma**2 * 2 * sp.integrate(T**2 * inside, (T, 0, a)))
+    int_p2 = sp.simplify(2 * sp.integrate(sp.expand(inside**2), (T, 0, a)) / sigma)
+    entropy = sp.simplify((1 - int_p2) / 2)
+
+    distance = sp.Abs(S.x - S.loc) / sigma
+    density = (gp.subs(T, a) - gp.subs(T, distance)) / sigma
+    pdf = sp.Piecewise((density, density > 0), (0, True))
+    logpdf = sp.Piecewise((sp.log(density), density > 0), (-sp.oo, True))
+    # Tail mass beyond distance a - e from the mode, in the edge distance e:
+    # expanded in e, so no cancellation near the support edges.
+    e = sp.Symbol("e", nonnegative=True)
+    tail = sp.expand(sp.integrate((gp.subs(T, a) - gp.subs(T, a - T)), (T, 0, e)))
+    lower_e = a - (S.loc - S.x) / sigma
+    upper_e = a - (S.x - S.loc) / sigma
+    cdf = sp.Piecewise(
+        (0, S.x <= S.loc - half_width),
+        (tail.subs(e, lower_e), S.x < S.loc),
+        (1 - tail.subs(e, upper_e), S.x < S.loc + half_width),
+        (1, True),
+    )
+    args = (S.x, S.loc, sigma)
+    kernels = (
+        Kernel("threshold", (sigma,), lam, "lambda = -g'(a)/sigma."),
+        Kernel("half_width", (sigma,), half_width, "Support half-width sigma a."),
+        Kernel("variance", (sigma,), variance, "Variance."),
+        Kernel("tsallis_entropy", (sigma,), entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
+        Kernel("pdf", args, pdf, "p(x)."),
+        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
+        Kernel("cdf", args, cdf, "cdf (tails expanded in the distance to the edge).", ("numpy",)),
+        Kernel(
+            "tail_mass",
+            (e,),
+            tail,
+            "Mass within standardized distance e of a support edge.",
+            ("numpy",),
+        ),
+    )
+    return FamilyDerivation(
+        name=f"location_scale_{name}",
+        title=f"Location-scale family, g(t) = {sp.sstr(g_expr)}",
+        source="seed 000 eq (13)",
+        alpha=sp.Integer(2),
+        symbols={"x": S.x, "loc": S.loc, "scale": sigma, "a": A, "t": T},
+        score=-gp.subs(T, distance) / sigma,
+        density=PositivePart(density),
+        normalization=normalization,
+        threshold=lam,
+        support=half_width,
+        mean=S.loc,
+        variance=variance,
+        tsallis_entropy=entropy,
+        cdf=cdf,
+        notes=(
+            f"a = {sp.sstr(a)} ({'exact' if exact else f'mpmath root, {dps} digits'}).",
+            "ppf: numeric inversion of the cdf (tails via tail_mass).",
+        ),
+        kernels=kernels,
+    )

@@ -1,0 +1,99 @@
+"""Every derivation that ``tsallis derive`` renders, and where its output goes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from derivations.alpha_one import derive_gaussian, derive_laplace
+from derivations.beta_gaussian import derive_beta_gaussian
+from derivations.codegen import render_module
+from derivations.deformed import derive_deformed
+from derivations.formulas import render_formula_sheet
+from derivations.location_scale import BUILTIN_G, derive_location_scale
+from derivations.result import FamilyDerivation
+from derivations.triangular import derive_triangular
+from derivations.truncated_parabola import derive_truncated_parabola
+from derivations.truncated_paraboloid import derive_truncated_paraboloid
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Target:
+    """One derivation and the module name its generated code takes."""
+
+    module: str
+    source: str
+    function: str
+    derive: Callable[[], FamilyDerivation]
+
+
+TARGETS: tuple[Target, ...] = (
+    Target("deformed", "derivations/deformed.py", "derive_deformed", derive_deformed),
+    Target("gaussian", "derivations/alpha_one.py", "derive_gaussian", derive_gaussian),
+    Target("laplace", "derivations/alpha_one.py", "derive_laplace", derive_laplace),
+    Target(
+        "truncated_parabola",
+        "derivations/truncated_parabola.py",
+        "derive_truncated_parabola",
+        derive_truncated_parabola,
+    ),
+    Target(
+        "truncated_paraboloid",
+        "derivations/truncated_paraboloid.py",
+        "derive_truncated_paraboloid",
+        derive_truncated_paraboloid,
+    ),
+    Target("triangular", "derivations/triangular.py", "derive_triangular", derive_triangular),
+    *(
+        Target(
+            f"location_scale_{name}",
+            "derivations/location_scale.py",
+            f'derive_location_scale("{g}", "{name}")',
+            partial(derive_location_scale, g, name),
+        )
+        for name, g in BUILTIN_G.items()
+    ),
+    Target(
+        "beta_gaussian",
+        "derivations/beta_gaussian.py",
+        "derive_beta_gaussian",
+        derive_beta_gaussian,
+    ),
+)
+
+OUTPUT_DIRS = {"numpy": Path("tsallis/_generated"), "torch": Path("torch_bridge/_generated")}
+FORMULA_SHEET = Path("derivations/FORMULAS.md")
+
+
+def render_all(names: list[str] | None = None) -> dict[Path, str]:
+    """Relative path -> text of every generated file (all targets when names is None)."""
+    chosen = [t for t in TARGETS if names is None or t.module in names]
+    unknown = set(names or ()) - {t.module for t in TARGETS}
+    if unknown:
+        raise ValueError(
+            f"family: unknown {sorted(unknown)}; choose from {[t.module for t in TARGETS]}"
+        )
+    derived = [(target, target.derive()) for target in chosen]
+    files: dict[Path, str] = {}
+    for backend, folder in OUTPUT_DIRS.items():
+        init = (
+            f'"""Generated {backend} closed forms. Do NOT edit: run `tsallis derive`."""\n\n'
+            + "".join(f"from . import {t.module}\n" for t in TARGETS)
+            + "\n__all__ = ["
+            + ", ".join(f'"{t.module}"' for t in TARGETS)
+            + "]\n"
+        )
+        if names is None:
+            files[folder / "__init__.py"] = init
+        for target, result in derived:
+            text = render_module(
+                result.title, target.source, target.function, result.kernels, backend
+            )
+            files[folder / f"{target.module}.py"] = text
+    if names is None:
+        files[FORMULA_SHEET] = render_formula_sheet([result for _, result in derived])
+    return files

@@ -1,0 +1,36 @@
+"""Shared steps for symmetric 1D continuous-sparsemax (alpha = 2) families.
+
+For f(t) = f_r(|t - loc|) decreasing in the distance r, p = [f - lambda]_+
+has support |t - loc| < w with lambda = f_r(w). Each family then solves
+mass(w) = 1 in its own way.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derivations import symbols as S
+
+R = sp.Symbol("r", nonnegative=True)
+
+
+def symmetric_integrals(f_r: sp.Expr, w: sp.Symbol) -> dict[str, sp.Expr]:
+    """Integrals of p = f_r(r) - f_r(w) over |t - loc| < w (two halves).
+
+    Returns mass, variance (second central moment) and int p^2 as functions of w.
+    """
+    inside = f_r - f_r.subs(R, w)
+    half = {
+        "mass": sp.integrate(inside, (R, 0, w)),
+        "variance": sp.integrate(R**2 * inside, (R, 0, w)),
+        "int_p2": sp.integrate(sp.expand(inside**2), (R, 0, w)),
+    }
+    return {key: sp.factor(2 * value) for key, value in half.items()}
+
+
+def densities(f_r: sp.Expr, threshold: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
+    """pdf and logpdf in x for p = [f - threshold]_+ (Piecewise, double-where safe)."""
+    inside = f_r.subs(R, sp.Abs(S.x - S.loc)) - threshold
+    pdf = sp.Piecewise((inside, inside > 0), (0, True))
+    logpdf = sp.Piecewise((sp.log(inside), inside > 0), (-sp.oo, True))
+    return pdf, logpdf

@@ -1,0 +1,71 @@
+"""Triangular: continuous sparsemax with f = -|t-mu|/b (seed 000 eq 12)."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derivations import symbols as S
+from derivations.primitives import PositivePart
+from derivations.result import FamilyDerivation, Kernel
+from derivations.sparsemax_1d import R, densities, symmetric_integrals
+
+
+def derive_triangular() -> FamilyDerivation:
+    """Solve int [f - lambda]_+ = 1 for the half-width w; cdf and ppf piecewise."""
+    b = S.scale
+    w = sp.Symbol("w", positive=True)
+    f_r = -R / b
+    integrals = symmetric_integrals(f_r, w)
+    normalization = sp.Eq(integrals["mass"], 1)
+    (half_width,) = sp.solve(normalization, w)
+    threshold = f_r.subs(R, half_width)
+    variance = sp.simplify(integrals["variance"].subs(w, half_width))
+    entropy = sp.simplify((1 - integrals["int_p2"].subs(w, half_width)) / 2)
+    pdf, logpdf = densities(f_r, threshold)
+
+    # cdf: integrate from each support edge, in the distance e from that edge,
+    # so each tail is a monomial in e and carries no cancellation.
+    e = sp.Symbol("e", nonnegative=True)
+    tail = sp.integrate(f_r.subs(R, half_width - e) - threshold, (e, 0, e))
+    lower_edge, upper_edge = S.loc - half_width, S.loc + half_width
+    cdf = sp.Piecewise(
+        (0, S.x <= lower_edge),
+        (tail.subs(e, S.x - lower_edge), S.x < S.loc),
+        (1 - tail.subs(e, upper_edge - S.x), S.x < upper_edge),
+        (1, True),
+    )
+    mass = sp.Symbol("m", positive=True)  # tail mass: q below the mode, 1 - q above
+    (e_of_mass,) = sp.solve(sp.Eq(tail, mass), e)
+    ppf = sp.Piecewise(
+        (lower_edge + e_of_mass.subs(mass, S.q), S.q < sp.Rational(1, 2)),
+        (upper_edge - e_of_mass.subs(mass, 1 - S.q), True),
+    )
+    args = (S.x, S.loc, b)
+    kernels = (
+        Kernel("threshold", (b,), threshold, "lambda = -1/sqrt(b) (eq 12)."),
+        Kernel("half_width", (b,), half_width, "Support half-width sqrt(b)."),
+        Kernel("variance", (b,), variance, "Variance."),
+        Kernel("tsallis_entropy", (b,), entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
+        Kernel("pdf", args, pdf, "p(x)."),
+        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
+        Kernel("cdf", args, cdf, "cdf (piecewise quadratic).", ("numpy",)),
+        Kernel("ppf", (S.q, S.loc, b), ppf, "Quantile function.", ("numpy",)),
+    )
+    return FamilyDerivation(
+        name="triangular",
+        title="Triangular",
+        source="seed 000 eq (12)",
+        alpha=sp.Integer(2),
+        symbols={"x": S.x, "loc": S.loc, "scale": b, "w": w},
+        score=-sp.Abs(S.x - S.loc) / b,
+        density=PositivePart(-sp.Abs(S.x - S.loc) / b - threshold),
+        normalization=normalization,
+        threshold=threshold,
+        support=half_width,
+        mean=S.loc,
+        variance=variance,
+        tsallis_entropy=entropy,
+        cdf=cdf,
+        ppf=ppf,
+        kernels=kernels,
+    )

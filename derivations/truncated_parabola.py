@@ -1,0 +1,59 @@
+"""Truncated parabola: continuous sparsemax with f = -(t-mu)^2/(2 sigma^2) (seed 000 eq 10)."""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from derivations import symbols as S
+from derivations.lemmas import assert_unit, symmetric_beta_cdf
+from derivations.primitives import PositivePart
+from derivations.result import FamilyDerivation, Kernel
+from derivations.sparsemax_1d import R, densities, symmetric_integrals
+
+
+def derive_truncated_parabola() -> FamilyDerivation:
+    """Solve int [f - lambda]_+ = 1 for the support half-width w, then lambda = f(w)."""
+    w = sp.Symbol("w", positive=True)
+    f_r = -(R**2) / (2 * S.scale**2)
+    integrals = symmetric_integrals(f_r, w)
+    normalization = sp.Eq(integrals["mass"], 1)
+    (half_width,) = sp.solve(normalization, w)
+    threshold = f_r.subs(R, half_width)
+    variance = sp.simplify(integrals["variance"].subs(w, half_width))
+    int_p2 = sp.simplify(integrals["int_p2"].subs(w, half_width))
+    entropy = sp.simplify((1 - int_p2) / 2)
+    pdf, logpdf = densities(f_r, threshold)
+    density = f_r.subs(R, S.x - S.loc) - threshold
+    cdf, ppf, unit = symmetric_beta_cdf(density, S.x, S.loc, half_width, 1)
+    assert_unit(unit, [{S.scale: "0.3"}, {S.scale: "5"}])
+    args = (S.x, S.loc, S.scale)
+    kernels = (
+        Kernel("threshold", (S.scale,), threshold, "lambda (eq 10)."),
+        Kernel(
+            "half_width", (S.scale,), half_width, "Support half-width a = (3 sigma^2 / 2)^(1/3)."
+        ),
+        Kernel("variance", (S.scale,), variance, "Variance."),
+        Kernel("tsallis_entropy", (S.scale,), entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
+        Kernel("pdf", args, pdf, "p(x)."),
+        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
+        Kernel("cdf", args, cdf, "cdf: a scaled Beta(2, 2).", ("numpy",)),
+        Kernel("ppf", (S.q, S.loc, S.scale), ppf, "Quantile function.", ("numpy",)),
+    )
+    return FamilyDerivation(
+        name="truncated_parabola",
+        title="Truncated parabola",
+        source="seed 000 eq (10)",
+        alpha=sp.Integer(2),
+        symbols={"x": S.x, "loc": S.loc, "scale": S.scale, "w": w},
+        score=-((S.x - S.loc) ** 2) / (2 * S.scale**2),
+        density=PositivePart(density),
+        normalization=normalization,
+        threshold=threshold,
+        support=half_width,
+        mean=S.loc,
+        variance=variance,
+        tsallis_entropy=entropy,
+        cdf=cdf,
+        ppf=ppf,
+        kernels=kernels,
+    )

@@ -1,0 +1,201 @@
+"""Generated Torch kernels: equal to NumPy in float64, accurate in float32,
+broadcasting, gradcheck, finite gradients on the whole valid domain, devices."""
+
+from __future__ import annotations
+
+import inspect
+
+import mpmath as mp
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch_bridge import closed_forms  # noqa: E402
+from tsallis import groundtruth as gt  # noqa: E402
+from tsallis._generated import beta_gaussian as numpy_bg  # noqa: E402
+
+ALPHAS = [1.01, 1.25, 4 / 3, 1.5, 2.0, 2.5, 3.0, 5.0]
+SIGMAS = [1e-6, 1e-3, 1.0, 1e3]
+EPS32 = float(torch.finfo(torch.float32).eps)
+F64 = torch.float64
+
+# Argument values per symbol name, spanning the documented range.
+VALUES = {
+    "alpha": [1.01, 1.5, 3.0, 5.0],
+    "scale": [1e-6, 1.0, 1e3],
+    "loc": [0.3],
+    "n": [1, 3, 5],
+    "logdet": [-138.0, 0.0, 20.0],
+    "u": [1e-3, 2.0],
+    "beta": [0.0, 1.0, 1.5],
+    "p": [0.0, 0.3],
+    "q": [0.2],
+}
+
+
+def _kernels():
+    for family in closed_forms.__all__:
+        module = getattr(closed_forms, family)
+        for name in module.__all__:
+            yield family, name, getattr(module, name)
+
+
+def _points(function, family: str):
+    """A few argument tuples; x and d2 are placed inside and outside the support."""
+    names = list(inspect.signature(function).parameters)
+    base = {k: VALUES[k][i % len(VALUES[k])] for i, k in enumerate(names) if k in VALUES}
+    out = []
+    for i in range(3):
+        args = {k: VALUES[k][(i + j) % len(VALUES[k])] for j, k in enumerate(names) if k in VALUES}
+        args = {**base, **args}
+        if "x" in names:
+            args["x"] = args.get("loc", 0.3) + [0.0, 0.5, 50.0][i] * args.get("scale", 1.0)
+        if "d2" in names:
+            args["d2"] = [0.0, 0.1, 1e9][i]
+        if "e" in names:
+            args["e"] = 0.2
+        out.append([args[k] for k in names])
+    return names, out
+
+
+@pytest.mark.parametrize(
+    ("family", "name", "function"), list(_kernels()), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_float64_matches_numpy(family, name, function):
+    numpy_function = getattr(
+        getattr(__import__("tsallis._generated", fromlist=[family]), family), name
+    )
+    _, points = _points(function, family)
+    for args in points:
+        expected = np.asarray(numpy_function(*args), dtype=float)
+        got = function(*(torch.tensor(a, dtype=F64) for a in args)).numpy()
+        # lgamma/expm1 differ by ulps between torch and scipy; log-space sums of terms
+        # up to |logdet| = 138 turn that into ~138 * few eps = 2e-13 relative.
+        np.testing.assert_allclose(got, expected, rtol=2e-13, atol=0)
+
+
+def test_float32_accuracy_over_the_grid():
+    """float32 against float64: log-space sums of terms up to ~150 (|logdet| = 138 at
+    sigma = 1e-6, N = 5) cost ~150 eps32 = 2e-5 relative; logpdf = k log u costs (k+1) x that."""
+    bg = closed_forms.beta_gaussian
+    f32 = lambda v: torch.tensor(v, dtype=torch.float32)  # noqa: E731
+    for alpha in ALPHAS:
+        k = 1 / (alpha - 1)
+        for sigma in SIGMAS:
+            for name in ("threshold_1d", "half_width_1d", "variance_1d", "tsallis_entropy_1d"):
+                ref = getattr(numpy_bg, name)(alpha, sigma)
+                got = float(getattr(bg, name)(f32(alpha), f32(sigma)))
+                assert abs(got / ref - 1) < 4e-5, (name, alpha, sigma)
+            for n in (1, 2, 3, 5):
+                logdet = 2 * n * np.log(sigma)
+                for name in ("threshold", "radius", "cov_scale", "tsallis_entropy"):
+                    ref = getattr(numpy_bg, name)(alpha, n, logdet)
+                    got = float(getattr(bg, name)(f32(alpha), n, f32(logdet)))
+                    assert abs(got / ref - 1) < 4e-5, (name, alpha, sigma, n)
+            width = numpy_bg.half_width_1d(alpha, sigma)
+            x = np.float32(0.3 + 0.5 * width)
+            ref = numpy_bg.logpdf_1d(
+                float(x), alpha, float(np.float32(0.3)), float(np.float32(sigma))
+            )
+            got = float(bg.logpdf_1d(f32(x), f32(alpha), f32(0.3), f32(sigma)))
+            assert abs(got - ref) < 1e-5 * (k + 1), (alpha, sigma)
+            assert bg.threshold_1d(f32(alpha), f32(sigma)).dtype == torch.float32
+
+
+def test_broadcasting_over_batch_dimensions():
+    bg = closed_forms.beta_gaussian
+    x = torch.linspace(-1, 1, 7, dtype=F64).reshape(7, 1, 1)
+    alpha = torch.tensor([1.5, 2.0, 3.0], dtype=F64).reshape(1, 3, 1)
+    scale = torch.tensor([0.5, 2.0], dtype=F64).reshape(1, 1, 2)
+    out = bg.logpdf_1d(x, alpha, 0.0, scale)
+    assert out.shape == (7, 3, 2)
+    np.testing.assert_allclose(
+        out[3, 1, 0].item(), numpy_bg.logpdf_1d(0.0, 2.0, 0.0, 0.5), rtol=1e-15
+    )
+    big = torch.randn(100_000, dtype=torch.float32)
+    values = closed_forms.truncated_parabola.pdf(big, 0.0, 1.0)
+    assert values.shape == (100_000,) and torch.isfinite(values).all()
+    assert closed_forms.beta_gaussian.pdf_1d(torch.tensor(0.1), 2.0, 0.0, 1.0).shape == ()
+
+
+def _differentiable(function):
+    names = list(inspect.signature(function).parameters)
+    return names, [i for i, n in enumerate(names) if n not in ("n",)]
+
+
+@pytest.mark.parametrize(
+    ("family", "name", "function"), list(_kernels()), ids=lambda v: v if isinstance(v, str) else ""
+)
+def test_gradcheck_inside_the_domain(family, name, function):
+    names, diff = _differentiable(function)
+    interior = {
+        "x": 0.31,
+        "loc": 0.3,
+        "scale": 0.7,
+        "alpha": 1.7,
+        "n": 3,
+        "logdet": 0.4,
+        "d2": 0.2,
+        "u": 0.8,
+        "beta": 0.7,
+        "p": 0.4,
+        "q": 0.3,
+        "e": 0.2,
+    }
+    args = [
+        torch.tensor(float(interior[k]), dtype=F64, requires_grad=i in diff)
+        for i, k in enumerate(names)
+    ]
+    assert torch.autograd.gradcheck(lambda *a: function(*a), args, eps=1e-7, atol=1e-8, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradients_finite_on_the_whole_valid_domain(dtype):
+    """Outside the support, at the edges and at the extremes: no NaN or inf gradients."""
+    for family, name, function in _kernels():
+        names, points = _points(function, family)
+        for args in points:
+            tensors = [
+                torch.tensor(a, dtype=dtype, requires_grad=(k != "n"))
+                for k, a in zip(names, args, strict=True)
+            ]
+            out = function(*tensors)
+            finite = torch.isfinite(out)
+            if not finite.all():  # -inf logpdf outside the support: gradient must still be finite
+                assert name.startswith("logpdf") or name == "exp_beta", (family, name, args)
+            out.sum().backward() if finite.all() else out.masked_fill(~finite, 0).sum().backward()
+            for k, t in zip(names, tensors, strict=True):
+                if t.grad is not None:
+                    assert torch.isfinite(t.grad).all(), (family, name, k, args)
+
+
+def test_threshold_gradient_matches_mpmath_finite_differences():
+    """d tau / d alpha and d tau / d sigma from autograd vs mpmath differentiation of the
+    ground-truth root of int p = 1 (no closed form involved)."""
+    alpha0, sigma0 = 1.5, 0.7
+    alpha = torch.tensor(alpha0, dtype=F64, requires_grad=True)
+    sigma = torch.tensor(sigma0, dtype=F64, requires_grad=True)
+    closed_forms.beta_gaussian.threshold_1d(alpha, sigma).backward()
+    mp.mp.dps = 30
+
+    def tau(a: mp.mpf, s: mp.mpf) -> mp.mpf:
+        family = gt.Family(score=lambda r: -(r**2) / (2 * s**2), alpha=a, scale=s)
+        return gt.threshold(family)
+
+    d_alpha = mp.diff(lambda a: tau(a, mp.mpf(sigma0)), mp.mpf(alpha0), h=mp.mpf("1e-8"))
+    d_sigma = mp.diff(lambda s: tau(mp.mpf(alpha0), s), mp.mpf(sigma0), h=mp.mpf("1e-8"))
+    assert float(alpha.grad) == pytest.approx(float(d_alpha), rel=1e-9)
+    assert float(sigma.grad) == pytest.approx(float(d_sigma), rel=1e-9)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_matches_cpu():
+    bg = closed_forms.beta_gaussian
+    x = torch.linspace(-2, 2, 1001, dtype=F64)
+    for device_x in (x.cuda(),):
+        got = bg.logpdf_1d(device_x, torch.tensor(1.5, device="cuda", dtype=F64), 0.0, 1.0)
+        assert got.device.type == "cuda"
+        np.testing.assert_allclose(
+            got.cpu().numpy(), bg.logpdf_1d(x, 1.5, 0.0, 1.0).numpy(), rtol=1e-13
+        )

@@ -1,0 +1,100 @@
+"""Input checks shared by every public constructor and function.
+
+Bad input raises ValueError (or TypeError for non-numbers) naming the
+argument and its valid range; nothing returns a silent NaN.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+FloatArray = NDArray[np.float64]
+
+
+def as_float(name: str, value: ArrayLike, allow_inf: bool = False) -> FloatArray:
+    """``value`` as a float64 array; rejects non-numbers, NaN and (by default) inf."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"{name} must be a real number or array of real numbers, got {value!r}"
+        ) from None
+    if np.isnan(array).any():
+        raise ValueError(f"{name} must not contain NaN")
+    if not allow_inf and np.isinf(array).any():
+        raise ValueError(f"{name} must be finite")
+    return array
+
+
+def positive(name: str, value: ArrayLike) -> FloatArray:
+    """A finite array with every entry > 0."""
+    array = as_float(name, value)
+    if (array <= 0).any():
+        raise ValueError(f"{name} must be > 0, got min {array.min()!r}")
+    return array
+
+
+def sparse_alpha(value: ArrayLike) -> FloatArray:
+    """alpha for a sparse family: finite and > 1."""
+    array = as_float("alpha", value)
+    if (array <= 1).any():
+        raise ValueError(
+            f"alpha must be > 1 for a sparse family, got {array.min()!r}; "
+            "use tsallis.Gaussian for alpha = 1"
+        )
+    return array
+
+
+def probability(name: str, value: ArrayLike) -> FloatArray:
+    """Levels in [0, 1]."""
+    array = as_float(name, value)
+    if ((array < 0) | (array > 1)).any():
+        raise ValueError(f"{name} must lie in [0, 1]")
+    return array
+
+
+def broadcast(**arrays: FloatArray) -> tuple[FloatArray, ...]:
+    """Broadcast parameters like scipy.stats; a mismatch names the arguments."""
+    try:
+        return tuple(np.broadcast_arrays(*arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in arrays.items())
+        raise ValueError(f"shape mismatch: cannot broadcast {shapes}") from None
+
+
+def covariance(
+    name: str, value: ArrayLike, loc: FloatArray
+) -> tuple[FloatArray, FloatArray, float]:
+    """Check a symmetric positive definite (N, N) matrix matching loc (N,).
+
+    Returns (Sigma, its Cholesky factor L, log det Sigma).
+    """
+    sigma = as_float(name, value)
+    if sigma.ndim != 2:
+        raise ValueError(f"{name} (Sigma) must be an (N, N) matrix, got shape {sigma.shape}")
+    if loc.ndim != 1:
+        raise ValueError(f"loc must have shape (N,) when {name} is a matrix, got {loc.shape}")
+    n = loc.shape[0]
+    if sigma.shape != (n, n):
+        raise ValueError(f"{name} must have shape ({n}, {n}) to match loc, got {sigma.shape}")
+    if not np.allclose(sigma, sigma.T, rtol=1e-12, atol=1e-12 * np.abs(sigma).max()):
+        raise ValueError(f"{name} (Sigma) must be symmetric")
+    try:
+        chol = np.linalg.cholesky(sigma)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{name} (Sigma) must be positive definite") from None
+    logdet = float(2 * np.log(np.diag(chol)).sum())
+    return sigma, chol, logdet
+
+
+def rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
+    """A numpy Generator from a seed, a Generator or None."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**32 - 1))
+    try:
+        return np.random.default_rng(random_state)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
+        ) from None

@@ -1,0 +1,120 @@
+"""The ``tsallis`` command: derive, verify."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+
+def _derive(args: argparse.Namespace) -> int:
+    if args.family == "location-scale":
+        return _derive_location_scale(args)
+    if args.family is not None:
+        print(
+            f"derive: unknown family {args.family!r}; only 'location-scale' takes options",
+            file=sys.stderr,
+        )
+        return 2
+    from derivations.codegen import compare_or_update
+    from derivations.registry import ROOT, render_all
+
+    drift = []
+    for relative, text in render_all().items():
+        diff = compare_or_update(ROOT / relative, text, update=not args.check)
+        if diff:
+            drift.append(diff)
+    if args.check:
+        if drift:
+            sys.stdout.write("".join(drift))
+            print(
+                f"derive --check: {len(drift)} generated file(s) out of sync; "
+                "run `tsallis derive`.",
+                file=sys.stderr,
+            )
+            return 1
+        print("derive --check: generated code is in sync with derivations/")
+        return 0
+    print(f"derive: {len(drift)} file(s) updated" if drift else "derive: everything up to date")
+    return 0
+
+
+def _derive_location_scale(args: argparse.Namespace) -> int:
+    import sympy as sp
+
+    from derivations.codegen import render_module
+    from derivations.location_scale import InvalidScoreError, derive_location_scale
+
+    if args.g is None:
+        print("derive location-scale: --g is required, e.g. --g 't**4/12'", file=sys.stderr)
+        return 2
+    try:
+        result = derive_location_scale(args.g, dps=args.dps)
+    except InvalidScoreError as error:
+        print(f"derive location-scale: {error}", file=sys.stderr)
+        return 2
+    a = result.support / result.symbols["scale"]
+    for label, value in (("a", a), ("lambda", result.threshold), ("p(t)", result.density)):
+        print(f"{label} = {sp.sstr(value)}")
+        print(f"    LaTeX: {sp.latex(value)}")
+    for note in result.notes:
+        print(note)
+    if args.emit:
+        source = "derivations/location_scale.py"
+        print(
+            render_module(
+                result.title,
+                source,
+                f"derive_location_scale({args.g!r})",
+                result.kernels,
+                args.emit,
+            )
+        )
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from tsallis.verify import main as verify_main
+
+    return verify_main(dps=args.dps, families=args.family, as_json=args.json, full=args.full)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (exposed for tests and docs)."""
+    parser = argparse.ArgumentParser(prog="tsallis", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    derive = sub.add_parser(
+        "derive", help="regenerate closed forms (or derive one location-scale g)"
+    )
+    derive.add_argument("family", nargs="?", help="'location-scale' to derive a custom g")
+    derive.add_argument(
+        "--check", action="store_true", help="write nothing; exit 1 with a diff on drift"
+    )
+    derive.add_argument(
+        "--g",
+        help="g(t) as a SymPy string, e.g. 't**4/12' (write --g=EXPR if EXPR starts with '-')",
+    )
+    derive.add_argument("--emit", choices=["numpy", "torch"], help="also print generated source")
+    derive.add_argument(
+        "--dps", type=int, default=50, help="digits for a numeric root (default 50)"
+    )
+    derive.set_defaults(handler=_derive)
+    verify = sub.add_parser("verify", help="check generated code against mpmath")
+    verify.add_argument("--dps", type=int, default=40, help="mpmath working digits (default 40)")
+    verify.add_argument("--family", nargs="+", help="restrict to these families")
+    verify.add_argument("--json", action="store_true", help="print one JSON object")
+    verify.add_argument(
+        "--full", action="store_true", help="also every grid point of every quantity"
+    )
+    verify.set_defaults(handler=_verify)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``tsallis`` console script."""
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

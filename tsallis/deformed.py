@@ -1,0 +1,44 @@
+"""beta-logarithm, beta-exponential and the discrete Tsallis entropy (seed 000 eqs 4, 6)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from tsallis import _validation as check
+from tsallis._generated import deformed as _gen
+
+
+def log_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:
+    """log_beta(u) = (u^(1-beta) - 1)/(1 - beta), log u at beta = 1; smooth in beta. u >= 0."""
+    u_ = check.as_float("u", u, allow_inf=True)
+    if (u_ < 0).any():
+        raise ValueError("u must be >= 0")
+    with np.errstate(divide="ignore"):
+        return _gen.log_beta(u_, check.as_float("beta", beta))
+
+
+def exp_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:
+    """exp_beta(u) = [1 + (1-beta) u]_+^(1/(1-beta)), exp u at beta = 1; smooth in beta."""
+    with np.errstate(over="ignore"):
+        return _gen.exp_beta(check.as_float("u", u, allow_inf=True), check.as_float("beta", beta))
+
+
+def tsallis_entropy(p: ArrayLike, alpha: ArrayLike, axis: int = -1) -> np.ndarray:
+    """H_alpha(p) = -Omega_alpha(p) (eq 6) of probability vectors along ``axis``.
+
+    alpha > 0; alpha = 1 gives Shannon's entropy, and the result is smooth through it.
+    """
+    p_ = check.as_float("p", p)
+    if (p_ < 0).any():
+        raise ValueError("p must be >= 0")
+    alpha_ = check.positive("alpha", alpha)
+    if p_.ndim == 0:
+        raise ValueError("p must have at least one dimension")
+    total = p_.sum(axis=axis)
+    if not np.allclose(total, 1.0, rtol=0, atol=1e-6):
+        raise ValueError(
+            f"p must sum to 1 along axis {axis}, got sums in [{total.min()}, {total.max()}]"
+        )
+    alpha_ = np.expand_dims(alpha_, axis) if alpha_.ndim else alpha_
+    return _gen.tsallis_entropy_term(p_, alpha_).sum(axis=axis)
