@@ -12,7 +12,7 @@ def test_python_blocks_run():
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert blocks
     for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})  # noqa: S102
+        exec(compile(block, "README.md", "exec"), {})
 
 
 def test_opens_with_the_two_setup_commands():
