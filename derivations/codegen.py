@@ -35,7 +35,16 @@ def _centre(kernel: Kernel) -> tuple[sp.Expr, str | None]:
     if "x" not in names or "loc" not in names:
         return kernel.expr, None
     centred = sp.Symbol("_dx", real=True)
-    return kernel.expr.subs(names["x"], centred + names["loc"]), "_dx = x - loc"
+    expr = kernel.expr.subs(names["x"], centred + names["loc"])
+
+    def move_left(rel: sp.Rel) -> sp.Rel:  # x <= loc - w  ->  _dx + w <= 0
+        return rel.func(sp.expand(rel.lhs - rel.rhs), 0)
+
+    expr = expr.replace(
+        lambda e: isinstance(e, sp.Rel) and centred in e.free_symbols and not e.rhs.is_number,
+        move_left,
+    )
+    return expr, "_dx = x - loc"
 
 
 def render_function(kernel: Kernel, printer: BackendPrinter) -> str:

@@ -14,6 +14,7 @@ import sympy as sp
 from derivations import symbols as S
 from derivations.primitives import PositivePart
 from derivations.result import FamilyDerivation, Kernel
+from derivations.sparsemax_1d import edge_tail_cdf
 
 T = sp.Symbol("t", nonnegative=True)
 A = sp.Symbol("a", positive=True)
@@ -102,18 +103,10 @@ def derive_location_scale(
     density = (gp.subs(T, a) - gp.subs(T, distance)) / sigma
     pdf = sp.Piecewise((density, density > 0), (0, True))
     logpdf = sp.Piecewise((sp.log(density), density > 0), (-sp.oo, True))
-    # Tail mass beyond distance a - e from the mode, in the edge distance e:
-    # expanded in e, so no cancellation near the support edges.
+    # Mass within standardized distance e of a support edge, expanded in e.
     e = sp.Symbol("e", nonnegative=True)
     tail = sp.expand(sp.integrate((gp.subs(T, a) - gp.subs(T, a - T)), (T, 0, e)))
-    lower_e = a - (S.loc - S.x) / sigma
-    upper_e = a - (S.x - S.loc) / sigma
-    cdf = sp.Piecewise(
-        (0, S.x <= S.loc - half_width),
-        (tail.subs(e, lower_e), S.x < S.loc),
-        (1 - tail.subs(e, upper_e), S.x < S.loc + half_width),
-        (1, True),
-    )
+    cdf = edge_tail_cdf(tail, e, half_width, unit=sigma)
     args = (S.x, S.loc, sigma)
     kernels = (
         Kernel("threshold", (sigma,), lam, "lambda = -g'(a)/sigma."),

@@ -28,6 +28,23 @@ def symmetric_integrals(f_r: sp.Expr, w: sp.Symbol) -> dict[str, sp.Expr]:
     return {key: sp.factor(2 * value) for key, value in half.items()}
 
 
+def edge_tail_cdf(
+    tail: sp.Expr, e: sp.Symbol, half_width: sp.Expr, unit: sp.Expr = 1
+) -> sp.Piecewise:
+    """cdf from tail(e), the mass within distance e * unit of a support edge.
+
+    Each side is evaluated in its own edge distance, so near an edge the cdf
+    is a sum of powers of a small number and carries no cancellation.
+    """
+    lower, upper = S.loc - half_width, S.loc + half_width
+    return sp.Piecewise(
+        (0, S.x <= lower),
+        (tail.subs(e, (S.x - lower) / unit), S.x < S.loc),
+        (1 - tail.subs(e, (upper - S.x) / unit), S.x < upper),
+        (1, True),
+    )
+
+
 def densities(f_r: sp.Expr, threshold: sp.Expr) -> tuple[sp.Expr, sp.Expr]:
     """pdf and logpdf in x for p = [f - threshold]_+ (Piecewise, double-where safe)."""
     inside = f_r.subs(R, sp.Abs(S.x - S.loc)) - threshold

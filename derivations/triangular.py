@@ -7,7 +7,7 @@ import sympy as sp
 from derivations import symbols as S
 from derivations.primitives import PositivePart
 from derivations.result import FamilyDerivation, Kernel
-from derivations.sparsemax_1d import R, densities, symmetric_integrals
+from derivations.sparsemax_1d import R, densities, edge_tail_cdf, symmetric_integrals
 
 
 def derive_triangular() -> FamilyDerivation:
@@ -23,17 +23,11 @@ def derive_triangular() -> FamilyDerivation:
     entropy = sp.simplify((1 - integrals["int_p2"].subs(w, half_width)) / 2)
     pdf, logpdf = densities(f_r, threshold)
 
-    # cdf: integrate from each support edge, in the distance e from that edge,
-    # so each tail is a monomial in e and carries no cancellation.
+    # Mass within distance e of a support edge: a monomial in e.
     e = sp.Symbol("e", nonnegative=True)
     tail = sp.integrate(f_r.subs(R, half_width - e) - threshold, (e, 0, e))
+    cdf = edge_tail_cdf(tail, e, half_width)
     lower_edge, upper_edge = S.loc - half_width, S.loc + half_width
-    cdf = sp.Piecewise(
-        (0, S.x <= lower_edge),
-        (tail.subs(e, S.x - lower_edge), S.x < S.loc),
-        (1 - tail.subs(e, upper_edge - S.x), S.x < upper_edge),
-        (1, True),
-    )
     mass = sp.Symbol("m", positive=True)  # tail mass: q below the mode, 1 - q above
     (e_of_mass,) = sp.solve(sp.Eq(tail, mass), e)
     ppf = sp.Piecewise(

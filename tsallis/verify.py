@@ -70,50 +70,15 @@ def _rel(value: float, truth: mp.mpf) -> float:
     return float(abs((mp.mpf(value) - truth) / truth))
 
 
-def _torch_modules() -> dict[str, ModuleType] | None:
+def _torch_modules() -> ModuleType | None:
+    """torch_bridge.closed_forms, or None when torch is not installed."""
     try:
         import torch  # noqa: F401
     except ImportError:
         return None
-    from torch_bridge._generated import (
-        beta_gaussian as tb,
-    )
-    from torch_bridge._generated import (
-        deformed as td,
-    )
-    from torch_bridge._generated import (
-        gaussian as tg,
-    )
-    from torch_bridge._generated import (
-        laplace as tl,
-    )
-    from torch_bridge._generated import (
-        location_scale_cubic as tc,
-    )
-    from torch_bridge._generated import (
-        location_scale_quadratic as tq,
-    )
-    from torch_bridge._generated import (
-        triangular as tt,
-    )
-    from torch_bridge._generated import (
-        truncated_parabola as tp,
-    )
-    from torch_bridge._generated import (
-        truncated_paraboloid as tpo,
-    )
+    from torch_bridge import closed_forms
 
-    return {
-        "beta_gaussian": tb,
-        "deformed": td,
-        "gaussian": tg,
-        "laplace": tl,
-        "location_scale_cubic": tc,
-        "location_scale_quadratic": tq,
-        "triangular": tt,
-        "truncated_parabola": tp,
-        "truncated_paraboloid": tpo,
-    }
+    return closed_forms
 
 
 def _backends(name: str, numpy_module: ModuleType) -> Iterator[tuple[str, Callable[..., float]]]:
@@ -123,12 +88,12 @@ def _backends(name: str, numpy_module: ModuleType) -> Iterator[tuple[str, Callab
         return float(getattr(numpy_module, kernel)(*args))
 
     yield "numpy", numpy_call
-    torch_modules = _torch_modules()
-    if torch_modules is None:
+    closed_forms = _torch_modules()
+    if closed_forms is None:
         return
     import torch
 
-    module = torch_modules[name]
+    module = getattr(closed_forms, name)
 
     def torch_call(kernel: str, *args: float) -> float:
         if not hasattr(module, kernel):

@@ -48,7 +48,7 @@ def cdf(x, loc, scale):
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
     _t0 = _dx/scale
-    return np.where((loc > _dx + loc), 0.5*np.exp(_t0), 1 - 0.5*np.exp(-_t0))
+    return np.where((_dx < 0), 0.5*np.exp(_t0), 1 - 0.5*np.exp(-_t0))
 
 
 def ppf(q, loc, scale):

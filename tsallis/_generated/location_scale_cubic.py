@@ -54,16 +54,15 @@ def cdf(x, loc, scale):
     """cdf (tails expanded in the distance to the edge)."""
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
-    _t0 = _dx + loc
-    _t1 = 1.5874010519681996
-    _t2 = 1.4422495703074083
-    _t3 = _t1*_t2
-    _t4 = 0.5*_t3
-    _t5 = _t4*scale
-    _t6 = _dx/scale
-    _t7 = _t4 + _t6
-    _t8 = 0.5*_t1*_t2 - _t6
-    return np.where((_t0 <= -_t5 + loc), 0, np.where((_t0 < loc), 0.25*_t1*_t2*_t7**2 - 0.16666666666666666*_t7**3, np.where((_t0 < _t5 + loc), -0.25*_t3*_t8**2 + 0.16666666666666666*_t8**3 + 1, 1)))
+    _t0 = 1.5874010519681996
+    _t1 = 1.4422495703074083
+    _t2 = _t0*_t1
+    _t3 = _dx + 0.5*_t2*scale
+    _t4 = 0.16666666666666666/scale**3
+    _t5 = 0.25*_t2/scale**2
+    _t6 = _dx - 0.5*_t0*_t1*scale
+    _t7 = np.where(-_t6 > 0, -_t6, 1)
+    return np.where((_t3 <= 0), 0, np.where((_dx < 0), -_t3**3*_t4 + _t3**2*_t5, np.where((_t6 < 0), _t4*_t7**3 - _t5*_t7**2 + 1, 1)))
 
 
 def tail_mass(e):

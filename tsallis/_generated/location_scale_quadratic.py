@@ -56,9 +56,10 @@ def cdf(x, loc, scale):
     """cdf (tails expanded in the distance to the edge)."""
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
-    _t0 = _dx + loc
-    _t1 = _dx/scale
-    return np.where((_t0 <= loc - scale), 0, np.where((_t0 < loc), 0.5*(_t1 + 1)**2, np.where((_t0 < loc + scale), 1 - 0.5*(1 - _t1)**2, 1)))
+    _t0 = _dx + scale
+    _t1 = 0.5/scale**2
+    _t2 = _dx - scale
+    return np.where((_t0 <= 0), 0, np.where((_dx < 0), _t0**2*_t1, np.where((_t2 < 0), -_t1*np.where(-_t2 > 0, -_t2, 1)**2 + 1, 1)))
 
 
 def tail_mass(e):

@@ -54,11 +54,11 @@ def cdf(x, loc, scale):
     """cdf (piecewise quadratic)."""
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
-    _t0 = _dx + loc
-    _t1 = np.sqrt(scale)
-    _t2 = -_t1
-    _t3 = 0.5/scale
-    return np.where((_t0 <= _t2 + loc), 0, np.where((_t0 < loc), _t3*(_dx + _t1)**2, np.where((_t0 < _t1 + loc), -_t3*(-_dx - _t2)**2 + 1, 1)))
+    _t0 = np.sqrt(scale)
+    _t1 = _dx + _t0
+    _t2 = 0.5/scale
+    _t3 = _dx - _t0
+    return np.where((_t1 <= 0), 0, np.where((_dx < 0), _t1**2*_t2, np.where((_t3 < 0), -_t2*np.where(-_t3 > 0, -_t3, 1)**2 + 1, 1)))
 
 
 def ppf(q, loc, scale):
