@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
+import tsallis
 from tsallis import groundtruth as gt
 from tsallis import verify
 
@@ -87,3 +88,40 @@ def test_radial_reduction_matches_cartesian_2d():
     radius = np.sqrt(-2 * tau) * np.sqrt(np.linalg.eigvalsh(sigma).max())
     total, _ = integrate.dblquad(p, -radius, radius, -radius, radius, epsabs=1e-11, epsrel=1e-11)
     assert abs(total - 1) < 1e-7  # scipy's 2D adaptive rule on a kinked integrand
+
+
+@pytest.mark.parametrize(
+    "dist",
+    [
+        tsallis.Gaussian(0.3, 2.0),
+        tsallis.Laplace(0.3, 1e-3),
+        tsallis.TruncatedParabola(-1.0, 1e3),
+        tsallis.Triangular(0.3, 1e-6),
+        tsallis.LocationScale("t**4/12", 0.3, 0.5),
+        tsallis.BetaGaussian(2.5, 0.3, 1e-3),
+        tsallis.BetaGaussian(1.25, [0.0, 1.0, 2.0], np.diag([1e-6, 2e-6, 5e-7])),
+        tsallis.TruncatedParaboloid([0.0, 1.0], [[2.0, 0.3], [0.3, 0.5]]),
+        tsallis.Gaussian([0.0, 1.0], [[2.0, 0.3], [0.3, 0.5]]),
+    ],
+    ids=repr,
+)
+def test_summary_of_distribution_objects(dist):
+    """groundtruth.summary(dist) from the definition alone matches the public API."""
+    truth = gt.summary(dist, dps=30)
+    assert abs(truth["mass"].value - 1) < 1e-25
+    assert truth["mass"].error < 1e-20
+    assert float(abs(truth["threshold"].value / mp.mpf(float(dist.threshold)) - 1)) < 1e-12
+    assert float(abs(truth["entropy"].value / mp.mpf(float(dist.tsallis_entropy())) - 1)) < 1e-12
+    if hasattr(dist, "cov"):
+        factor = float(dist.cov()[0, 0] / dist.scale[0, 0])
+        assert float(abs(truth["variance"].value / mp.mpf(factor) - 1)) < 1e-12
+    else:
+        assert float(abs(truth["variance"].value / mp.mpf(float(dist.var())) - 1)) < 1e-12
+        assert float(abs(truth["mean"].value - mp.mpf(float(dist.loc)))) < 1e-12 * max(
+            1, abs(float(dist.loc))
+        )
+
+
+def test_summary_rejects_batches():
+    with pytest.raises(ValueError, match="scalar parameters"):
+        gt.summary(tsallis.Gaussian([0.0, 1.0], 1.0))
