@@ -122,6 +122,19 @@ def test_summary_of_distribution_objects(dist):
         )
 
 
+def test_groundtruth_cdf_beyond_the_support():
+    mp.mp.dps = 30
+    family = gt.Family(score=lambda r: -(r**2) / 2, alpha=mp.mpf(2), loc=mp.mpf("0.3"))
+    tau = gt.threshold(family)
+    width = gt.edge(family, tau)
+    assert gt.cdf(family, tau, family.loc - 2 * width) == 0
+    assert gt.cdf(family, tau, family.loc + 2 * width) == 1
+    assert abs(gt.cdf(family, tau, family.loc) - mp.mpf(1) / 2) < 1e-28
+    left = gt.cdf(family, tau, family.loc - width / 2)
+    right = gt.cdf(family, tau, family.loc + width / 2)
+    assert abs(left + right - 1) < 1e-28  # symmetry
+
+
 def test_summary_rejects_batches():
     with pytest.raises(ValueError, match="scalar parameters"):
         gt.summary(tsallis.Gaussian([0.0, 1.0], 1.0))

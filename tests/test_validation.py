@@ -153,6 +153,37 @@ def test_deformed_functions_reject_bad_input():
         tsallis.tsallis_entropy([0.5, 0.5], 0.0)
 
 
+@pytest.mark.parametrize(
+    "make",
+    [tsallis.Gaussian, lambda m, s: tsallis.BetaGaussian(1.5, m, s), tsallis.TruncatedParaboloid],
+)
+def test_multivariate_has_no_cdf(make):
+    d = make([0.0, 0.0], SPD)
+    with pytest.raises(ValueError, match="cdf is defined for 1D families only"):
+        d.cdf([0.0, 0.0])
+    with pytest.raises(ValueError, match="ppf is defined for 1D families only"):
+        d.ppf(0.5)
+
+
+@pytest.mark.parametrize(
+    "dist",
+    [
+        tsallis.Gaussian(0.3, 1.0),
+        tsallis.Laplace(0.3, 1.0),
+        tsallis.TruncatedParabola(0.3, 1.0),
+        tsallis.Triangular(0.3, 1.0),
+        tsallis.LocationScale("t**3/6", 0.3, 1.0),
+        tsallis.BetaGaussian(3.0, 0.3, 1.0),
+    ],
+    ids=repr,
+)
+def test_infinite_points(dist):
+    x = np.array([-np.inf, np.inf])
+    np.testing.assert_array_equal(dist.pdf(x), [0.0, 0.0])
+    np.testing.assert_array_equal(dist.logpdf(x), [-np.inf, -np.inf])
+    np.testing.assert_array_equal(dist.cdf(x), [0.0, 1.0])
+
+
 def test_nothing_is_silently_nan():
     """Valid extremes give finite, non-NaN answers."""
     for d in (

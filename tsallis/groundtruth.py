@@ -188,20 +188,15 @@ def moments(family: Family, tau: mp.mpf) -> dict[str, Estimate]:
 
 
 def cdf(family: Family, tau: mp.mpf, x: mp.mpf) -> mp.mpf:
-    """P(t <= x) in 1D, integrating from the lower edge (or -inf) to x."""
+    """P(t <= x) in 1D: the mass beyond |x - loc| on one side, split at the break points."""
     p = density(family, tau)
     width = edge(family, tau)
     offset = x - family.loc
-    if offset <= 0:
-        points = [r for r in _pieces(family, width) if r >= -offset] or [width]
-        if points[0] != -offset:
-            points = [-offset, *points]
-        return mp.quad(p, points) if len(points) > 1 else mp.mpf(0)
-    upper = [r for r in _pieces(family, width) if r >= offset]
-    if not upper:
-        return mp.mpf(1)
-    tail = mp.quad(p, [offset, *[r for r in upper if r > offset]]) if upper[-1] > offset else 0
-    return 1 - tail
+    distance = abs(offset)
+    if distance >= width:
+        return mp.mpf(0) if offset < 0 else mp.mpf(1)
+    beyond = mp.quad(p, [distance, *[r for r in _pieces(family, width) if r > distance]])
+    return beyond if offset <= 0 else 1 - beyond
 
 
 def ppf(family: Family, tau: mp.mpf, q: mp.mpf, start: mp.mpf) -> mp.mpf:

@@ -84,6 +84,14 @@ class MultivariateFamily:
 
     entropy = tsallis_entropy
 
+    def cdf(self, x: ArrayLike) -> FloatArray:
+        """Not defined for N-D families."""
+        raise ValueError(f"cdf is defined for 1D families only; this one has N = {self.dim}")
+
+    def ppf(self, q: ArrayLike) -> FloatArray:
+        """Not defined for N-D families."""
+        raise ValueError(f"ppf is defined for 1D families only; this one has N = {self.dim}")
+
     def _whitened(self, generator: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
         raise NotImplementedError
 

@@ -40,7 +40,16 @@ class UnivariateFamily:
         return np.asarray(self._kernel(name)(*self._shape, self.scale))
 
     def _at(self, name: str, x: FloatArray) -> FloatArray:
-        return np.asarray(self._kernel(name)(x, *self._shape, self.loc, self.scale))
+        """Evaluate a kernel at x (or q). Masked branches of np.where may overflow or
+        form inf - inf at infinite x; those warnings are silenced, and a NaN that
+        reaches the result raises instead of being returned."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            out = np.asarray(self._kernel(name)(x, *self._shape, self.loc, self.scale))
+        if np.isnan(out).any():
+            raise FloatingPointError(
+                f"{type(self).__name__}.{name} produced NaN; please report this input"
+            )
+        return out
 
     @property
     def threshold(self) -> FloatArray:
@@ -57,16 +66,13 @@ class UnivariateFamily:
 
     def cdf(self, x: ArrayLike) -> FloatArray:
         """Cumulative distribution function."""
-        with np.errstate(over="ignore"):
-            return self._at("cdf", check.as_float("x", x, allow_inf=True))
+        return self._at("cdf", check.as_float("x", x, allow_inf=True))
 
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantile function (inverse cdf); q in [0, 1]."""
         q_ = check.probability("q", q)
         low, high = self.support()
-        with np.errstate(divide="ignore"):
-            inner = np.asarray(self._kernel("ppf")(q_, *self._shape, self.loc, self.scale))
-        return np.where(q_ <= 0, low, np.where(q_ >= 1, high, inner))
+        return np.where(q_ <= 0, low, np.where(q_ >= 1, high, self._at("ppf", q_)))
 
     def support(self) -> tuple[FloatArray, FloatArray]:
         """(low, high) end points of the support."""
