@@ -14,7 +14,7 @@ import sympy as sp
 from derivations import symbols as S
 from derivations.primitives import PositivePart
 from derivations.result import FamilyDerivation, Kernel
-from derivations.sparsemax_1d import edge_tail_cdf
+from derivations.sparsemax_1d import common_kernels, edge_tail_cdf
 
 T = sp.Symbol("t", nonnegative=True)
 A = sp.Symbol("a", positive=True)
@@ -109,19 +109,10 @@ def derive_location_scale(
     cdf = edge_tail_cdf(tail, e, half_width, unit=sigma)
     args = (S.x, S.loc, sigma)
     kernels = (
-        Kernel("threshold", (sigma,), lam, "lambda = -g'(a)/sigma."),
-        Kernel("half_width", (sigma,), half_width, "Support half-width sigma a."),
-        Kernel("variance", (sigma,), variance, "Variance."),
-        Kernel("tsallis_entropy", (sigma,), entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
-        Kernel("pdf", args, pdf, "p(x)."),
-        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
+        *common_kernels(lam, "lambda = -g'(a)/sigma.", half_width, variance, entropy, pdf, logpdf),
         Kernel("cdf", args, cdf, "cdf (tails expanded in the distance to the edge).", ("numpy",)),
         Kernel(
-            "tail_mass",
-            (e,),
-            tail,
-            "Mass within standardized distance e of a support edge.",
-            ("numpy",),
+            "tail_mass", (e,), tail, "Mass within standardized distance e of an edge.", ("numpy",)
         ),
     )
     return FamilyDerivation(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations import symbols as S
+from derivations.result import Kernel
 
 R = sp.Symbol("r", nonnegative=True)
 
@@ -42,6 +43,27 @@ def edge_tail_cdf(
         (tail.subs(e, (S.x - lower) / unit), S.x < S.loc),
         (1 - tail.subs(e, (upper - S.x) / unit), S.x < upper),
         (1, True),
+    )
+
+
+def common_kernels(
+    threshold: sp.Expr,
+    threshold_doc: str,
+    half_width: sp.Expr,
+    variance: sp.Expr,
+    entropy: sp.Expr,
+    pdf: sp.Expr,
+    logpdf: sp.Expr,
+) -> tuple[Kernel, ...]:
+    """The six kernels every symmetric 1D sparsemax family emits, in one order."""
+    scale, args = (S.scale,), (S.x, S.loc, S.scale)
+    return (
+        Kernel("threshold", scale, threshold, threshold_doc),
+        Kernel("half_width", scale, half_width, "Support half-width."),
+        Kernel("variance", scale, variance, "Variance."),
+        Kernel("tsallis_entropy", scale, entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
+        Kernel("pdf", args, pdf, "p(x)."),
+        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
     )
 
 

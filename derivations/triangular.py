@@ -7,7 +7,13 @@ import sympy as sp
 from derivations import symbols as S
 from derivations.primitives import PositivePart
 from derivations.result import FamilyDerivation, Kernel
-from derivations.sparsemax_1d import R, densities, edge_tail_cdf, symmetric_integrals
+from derivations.sparsemax_1d import (
+    R,
+    common_kernels,
+    densities,
+    edge_tail_cdf,
+    symmetric_integrals,
+)
 
 
 def derive_triangular() -> FamilyDerivation:
@@ -36,12 +42,9 @@ def derive_triangular() -> FamilyDerivation:
     )
     args = (S.x, S.loc, b)
     kernels = (
-        Kernel("threshold", (b,), threshold, "lambda = -1/sqrt(b) (eq 12)."),
-        Kernel("half_width", (b,), half_width, "Support half-width sqrt(b)."),
-        Kernel("variance", (b,), variance, "Variance."),
-        Kernel("tsallis_entropy", (b,), entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
-        Kernel("pdf", args, pdf, "p(x)."),
-        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
+        *common_kernels(
+            threshold, "lambda = -1/sqrt(b) (eq 12).", half_width, variance, entropy, pdf, logpdf
+        ),
         Kernel("cdf", args, cdf, "cdf (piecewise quadratic).", ("numpy",)),
         Kernel("ppf", (S.q, S.loc, b), ppf, "Quantile function.", ("numpy",)),
     )

@@ -8,7 +8,7 @@ from derivations import symbols as S
 from derivations.lemmas import assert_unit, symmetric_beta_cdf
 from derivations.primitives import PositivePart
 from derivations.result import FamilyDerivation, Kernel
-from derivations.sparsemax_1d import R, densities, symmetric_integrals
+from derivations.sparsemax_1d import R, common_kernels, densities, symmetric_integrals
 
 
 def derive_truncated_parabola() -> FamilyDerivation:
@@ -28,14 +28,7 @@ def derive_truncated_parabola() -> FamilyDerivation:
     assert_unit(unit, [{S.scale: "0.3"}, {S.scale: "5"}])
     args = (S.x, S.loc, S.scale)
     kernels = (
-        Kernel("threshold", (S.scale,), threshold, "lambda (eq 10)."),
-        Kernel(
-            "half_width", (S.scale,), half_width, "Support half-width a = (3 sigma^2 / 2)^(1/3)."
-        ),
-        Kernel("variance", (S.scale,), variance, "Variance."),
-        Kernel("tsallis_entropy", (S.scale,), entropy, "Tsallis 2-entropy (1 - int p^2) / 2."),
-        Kernel("pdf", args, pdf, "p(x)."),
-        Kernel("logpdf", args, logpdf, "log p(x); -inf outside the support."),
+        *common_kernels(threshold, "lambda (eq 10).", half_width, variance, entropy, pdf, logpdf),
         Kernel("cdf", args, cdf, "cdf: a scaled Beta(2, 2).", ("numpy",)),
         Kernel("ppf", (S.q, S.loc, S.scale), ppf, "Quantile function.", ("numpy",)),
     )

@@ -98,3 +98,16 @@ def rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
         raise ValueError(
             f"random_state must be None, an int or a numpy Generator, got {random_state!r}"
         ) from None
+
+
+def sample_shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """``size`` of rvs as a shape tuple (None -> ())."""
+    if size is None:
+        return ()
+    try:
+        shape = tuple(int(n) for n in np.atleast_1d(size))
+    except (TypeError, ValueError):
+        raise ValueError(f"size must be None, an int or a tuple of ints, got {size!r}") from None
+    if any(n < 0 for n in shape):
+        raise ValueError(f"size must be non-negative, got {size!r}")
+    return shape

@@ -19,7 +19,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width sigma a."""
+    """Support half-width."""
     scale, = _special.promote(scale)
     return 0.5*1.5874010519681996*1.4422495703074083*scale
 

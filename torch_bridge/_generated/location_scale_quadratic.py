@@ -19,7 +19,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width sigma a."""
+    """Support half-width."""
     scale, = _special.promote(scale)
     return scale
 

@@ -19,7 +19,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width sqrt(b)."""
+    """Support half-width."""
     scale, = _special.promote(scale)
     return torch.sqrt(scale)
 

@@ -19,7 +19,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width a = (3 sigma^2 / 2)^(1/3)."""
+    """Support half-width."""
     scale, = _special.promote(scale)
     return 0.5*1.5874010519681996*1.4422495703074083*scale**0.6666666666666666
 

@@ -17,7 +17,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width sigma a."""
+    """Support half-width."""
     scale, = _special.as_arrays(scale)
     return 0.5*1.5874010519681996*1.4422495703074083*scale
 
@@ -66,6 +66,6 @@ def cdf(x, loc, scale):
 
 
 def tail_mass(e):
-    """Mass within standardized distance e of a support edge."""
+    """Mass within standardized distance e of an edge."""
     e, = _special.as_arrays(e)
     return -0.16666666666666666*e**3 + 0.25*1.5874010519681996*1.4422495703074083*e**2

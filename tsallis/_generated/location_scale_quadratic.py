@@ -17,7 +17,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width sigma a."""
+    """Support half-width."""
     scale, = _special.as_arrays(scale)
     return scale
 
@@ -63,6 +63,6 @@ def cdf(x, loc, scale):
 
 
 def tail_mass(e):
-    """Mass within standardized distance e of a support edge."""
+    """Mass within standardized distance e of an edge."""
     e, = _special.as_arrays(e)
     return 0.5*e**2

@@ -17,7 +17,7 @@ def threshold(scale):
 
 
 def half_width(scale):
-    """Support half-width sqrt(b)."""
+    """Support half-width."""
     scale, = _special.as_arrays(scale)
     return np.sqrt(scale)
 

@@ -102,7 +102,7 @@ class MultivariateFamily:
     ) -> FloatArray:
         """Samples of shape (*size, N): loc + L z with z drawn in whitened space."""
         generator = check.rng(random_state)
-        shape = () if size is None else tuple(np.atleast_1d(size).astype(int))
+        shape = check.sample_shape(size)
         z = self._whitened(generator, shape)
         return self.loc + z @ self._chol.T
 

@@ -107,7 +107,7 @@ class UnivariateFamily:
     ) -> FloatArray:
         """Samples by inverse transform of uniforms on (0, 1)."""
         generator = check.rng(random_state)
-        shape = np.shape(self.loc) if size is None else tuple(np.atleast_1d(size).astype(int))
+        shape = np.shape(self.loc) if size is None else check.sample_shape(size)
         try:
             shape = np.broadcast_shapes(shape, np.shape(self.loc))
         except ValueError:
