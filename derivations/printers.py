@@ -303,9 +303,9 @@ class BackendPrinter:
 
     def _atom(self, expr: sp.Basic) -> str:
         text = self.print(expr)
-        if isinstance(expr, (sp.Add, sp.Mul)) or (expr.is_number and text.startswith("-")):
-            return f"({text})"
-        return text
+        if expr.is_number:  # printed as one literal
+            return f"({text})" if text.startswith("-") else text
+        return f"({text})" if isinstance(expr, (sp.Add, sp.Mul)) else text
 
     def _add(self, expr: sp.Add) -> str:
         out = ""
@@ -321,6 +321,9 @@ class BackendPrinter:
 
     def _mul(self, expr: sp.Mul) -> str:
         coeff, factors = expr.as_coeff_mul()
+        # Fold every numeric factor (2**(2/3), pi, ...) into one correctly rounded literal.
+        coeff = sp.Mul(coeff, *[f for f in factors if f.is_number])
+        factors = tuple(f for f in factors if not f.is_number)
         numer: list[str] = []
         denom: list[str] = []
         for factor in sorted(factors, key=sp.default_sort_key):

@@ -20,7 +20,7 @@ def threshold(alpha, n, logdet):
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    return -_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
+    return -_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
 
 
 def log_ac(alpha, n, logdet):
@@ -30,7 +30,7 @@ def log_ac(alpha, n, logdet):
     _t1 = alpha - 1
     _t2 = _t0*_t1
     _t3 = 1 + 1/_t1
-    return _t0*_t1*n*torch.log(_t1) - _t2*logdet - _t2*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t3) - 2*torch.lgamma(_t3 + 0.5*n))
+    return _t0*_t1*n*torch.log(_t1) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t3) - 2*torch.lgamma(_t3 + 0.5*n))
 
 
 def radius(alpha, n, logdet):
@@ -41,7 +41,7 @@ def radius(alpha, n, logdet):
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    return 1.4142135623730951*torch.sqrt(_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n))))
+    return 1.4142135623730951*torch.sqrt(_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n))))
 
 
 def cov_scale(alpha, n, logdet):
@@ -53,7 +53,7 @@ def cov_scale(alpha, n, logdet):
     _t3 = 1/(alpha*n - n + 2)
     _t4 = _t0*_t3
     _t5 = _t1 + 1
-    return _t2*torch.exp(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t5) - 2*torch.lgamma(_t5 + 0.5*n)))/(_t2 + n + 2)
+    return _t2*torch.exp(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t5) - 2*torch.lgamma(_t5 + 0.5*n)))/(_t2 + n + 2)
 
 
 def tsallis_entropy(alpha, n, logdet):
@@ -66,7 +66,7 @@ def tsallis_entropy(alpha, n, logdet):
     _t4 = _t0*_t3
     _t5 = 2*alpha
     _t6 = _t1 + 1
-    return -_t1*torch.expm1(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t6) - 2*torch.lgamma(_t6 + 0.5*n)) + torch.log(_t5/(_t2 + _t5)))/alpha
+    return -_t1*torch.expm1(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t6) - 2*torch.lgamma(_t6 + 0.5*n)) + torch.log(_t5/(_t2 + _t5)))/alpha
 
 
 def logpdf_d2(d2, alpha, n, logdet):
@@ -77,7 +77,7 @@ def logpdf_d2(d2, alpha, n, logdet):
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    _t5 = 0.5*_t0*d2 - torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
+    _t5 = 0.5*_t0*d2 - torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
     return torch.where((_t5 < 0), _t1*torch.log(torch.where(-_t5 > 0, -_t5, 1)), -math.inf)
 
 
@@ -89,7 +89,7 @@ def pdf_d2(d2, alpha, n, logdet):
     _t2 = _t0*_t1
     _t3 = 1/_t0
     _t4 = _t3 + 1
-    _t5 = 0.5*_t0*d2 - torch.exp(_t0*_t1*n*torch.log(_t0) - _t2*logdet - _t2*(n*0.6931471805599453 + n*1.1447298858494002 + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
+    _t5 = 0.5*_t0*d2 - torch.exp(_t0*_t1*n*torch.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
     return torch.where((_t5 < 0), torch.where(-_t5 > 0, -_t5, 1)**_t3, 0)
 
 

@@ -41,30 +41,30 @@ def pdf(x, loc, scale):
     """p(x)."""
     x, loc, scale = _special.promote(x, loc, scale)
     _dx = x - loc
-    return 0.5*1.4142135623730951*0.5641895835477563*torch.exp(-0.5*_dx**2/scale**2)/scale
+    return 0.3989422804014327*torch.exp(-0.5*_dx**2/scale**2)/scale
 
 
 def cdf(x, loc, scale):
     """cdf (erfc form, accurate in the lower tail)."""
     x, loc, scale = _special.promote(x, loc, scale)
     _dx = x - loc
-    return 1 - 0.5*torch.erfc(0.5*1.4142135623730951*_dx/scale)
+    return 1 - 0.5*torch.erfc(0.7071067811865476*_dx/scale)
 
 
 def log_partition_nd(n, logdet):
     """A in N dimensions."""
     n, logdet = _special.promote(n, logdet)
-    return 0.5*logdet + 0.5*n*(1.8378770664093456)
+    return 0.5*logdet + 0.9189385332046728*n
 
 
 def entropy_nd(n, logdet):
     """Shannon entropy in N dimensions."""
     n, logdet = _special.promote(n, logdet)
     _t0 = 0.5*n
-    return _t0*0.6931471805599453 + _t0 + _t0*1.1447298858494002 + 0.5*logdet
+    return 0.6931471805599453*_t0 + _t0 + 1.1447298858494002*_t0 + 0.5*logdet
 
 
 def logpdf_d2(d2, n, logdet):
     """log p at squared Mahalanobis distance d2."""
     d2, n, logdet = _special.promote(d2, n, logdet)
-    return -0.5*d2 - 0.5*logdet - 0.5*n*(1.8378770664093456)
+    return -0.5*d2 - 0.5*logdet - 0.9189385332046728*n

@@ -15,19 +15,19 @@ __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "log
 def threshold(scale):
     """lambda = -g'(a)/sigma."""
     scale, = _special.promote(scale)
-    return -0.25*1.2599210498948732*2.080083823051904/scale
+    return -0.6551853485522241/scale
 
 
 def half_width(scale):
     """Support half-width."""
     scale, = _special.promote(scale)
-    return 0.5*1.5874010519681996*1.4422495703074083*scale
+    return 1.1447142425533319*scale
 
 
 def variance(scale):
     """Variance."""
     scale, = _special.promote(scale)
-    return 0.1*1.2599210498948732*2.080083823051904*scale**2
+    return 0.26207413942088964*scale**2
 
 
 def tsallis_entropy(scale):

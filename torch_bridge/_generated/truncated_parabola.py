@@ -15,32 +15,32 @@ __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "log
 def threshold(scale):
     """lambda (eq 10)."""
     scale, = _special.promote(scale)
-    return -0.25*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    return -0.6551853485522241/scale**0.6666666666666666
 
 
 def half_width(scale):
     """Support half-width."""
     scale, = _special.promote(scale)
-    return 0.5*1.5874010519681996*1.4422495703074083*scale**0.6666666666666666
+    return 1.1447142425533319*scale**0.6666666666666666
 
 
 def variance(scale):
     """Variance."""
     scale, = _special.promote(scale)
-    return 0.1*1.2599210498948732*2.080083823051904*scale**1.3333333333333333
+    return 0.26207413942088964*scale**1.3333333333333333
 
 
 def tsallis_entropy(scale):
     """Tsallis 2-entropy (1 - int p^2) / 2."""
     scale, = _special.promote(scale)
-    return 0.5 - 0.1*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    return 0.5 - 0.26207413942088964/scale**0.6666666666666666
 
 
 def pdf(x, loc, scale):
     """p(x)."""
     x, loc, scale = _special.promote(x, loc, scale)
     _dx = x - loc
-    _t0 = 0.5*_dx**2/scale**2 - 0.25*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    _t0 = 0.5*_dx**2/scale**2 - 0.6551853485522241/scale**0.6666666666666666
     return torch.where((_t0 < 0), torch.where(-_t0 > 0, -_t0, 1), 0)
 
 
@@ -48,5 +48,5 @@ def logpdf(x, loc, scale):
     """log p(x); -inf outside the support."""
     x, loc, scale = _special.promote(x, loc, scale)
     _dx = x - loc
-    _t0 = 0.5*_dx**2/scale**2 - 0.25*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    _t0 = 0.5*_dx**2/scale**2 - 0.6551853485522241/scale**0.6666666666666666
     return torch.where((_t0 < 0), torch.log(torch.where(-_t0 > 0, -_t0, 1)), -math.inf)

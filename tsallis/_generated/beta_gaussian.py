@@ -18,7 +18,7 @@ def threshold(alpha, n, logdet):
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    return -_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
+    return -_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
 
 
 def log_ac(alpha, n, logdet):
@@ -28,7 +28,7 @@ def log_ac(alpha, n, logdet):
     _t1 = alpha - 1
     _t2 = _t0*_t1
     _t3 = 1 + 1/_t1
-    return _t0*_t1*n*np.log(_t1) - _t2*logdet - _t2*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t3) - 2*_sp.gammaln(_t3 + 0.5*n))
+    return _t0*_t1*n*np.log(_t1) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t3) - 2*_sp.gammaln(_t3 + 0.5*n))
 
 
 def radius(alpha, n, logdet):
@@ -39,7 +39,7 @@ def radius(alpha, n, logdet):
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    return 1.4142135623730951*np.sqrt(_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n))))
+    return 1.4142135623730951*np.sqrt(_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n))))
 
 
 def cov_scale(alpha, n, logdet):
@@ -51,7 +51,7 @@ def cov_scale(alpha, n, logdet):
     _t3 = 1/(alpha*n - n + 2)
     _t4 = _t0*_t3
     _t5 = _t1 + 1
-    return _t2*np.exp(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t5) - 2*_sp.gammaln(_t5 + 0.5*n)))/(_t2 + n + 2)
+    return _t2*np.exp(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t5) - 2*_sp.gammaln(_t5 + 0.5*n)))/(_t2 + n + 2)
 
 
 def tsallis_entropy(alpha, n, logdet):
@@ -64,7 +64,7 @@ def tsallis_entropy(alpha, n, logdet):
     _t4 = _t0*_t3
     _t5 = 2*alpha
     _t6 = _t1 + 1
-    return -_t1*np.expm1(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t6) - 2*_sp.gammaln(_t6 + 0.5*n)) + np.log(_t5/(_t2 + _t5)))/alpha
+    return -_t1*np.expm1(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t6) - 2*_sp.gammaln(_t6 + 0.5*n)) + np.log(_t5/(_t2 + _t5)))/alpha
 
 
 def logpdf_d2(d2, alpha, n, logdet):
@@ -75,7 +75,7 @@ def logpdf_d2(d2, alpha, n, logdet):
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    _t5 = 0.5*_t0*d2 - np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
+    _t5 = 0.5*_t0*d2 - np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
     return np.where((_t5 < 0), _t1*np.log(np.where(-_t5 > 0, -_t5, 1)), -np.inf)
 
 
@@ -87,7 +87,7 @@ def pdf_d2(d2, alpha, n, logdet):
     _t2 = _t0*_t1
     _t3 = 1/_t0
     _t4 = _t3 + 1
-    _t5 = 0.5*_t0*d2 - np.exp(_t0*_t1*n*np.log(_t0) - _t2*logdet - _t2*(n*0.6931471805599453 + n*1.1447298858494002 + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
+    _t5 = 0.5*_t0*d2 - np.exp(_t0*_t1*n*np.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
     return np.where((_t5 < 0), np.where(-_t5 > 0, -_t5, 1)**_t3, 0)
 
 

@@ -54,5 +54,5 @@ def cdf(x, loc, scale):
 def ppf(q, loc, scale):
     """Quantile function."""
     q, loc, scale = _special.as_arrays(q, loc, scale)
-    _t0 = scale*0.6931471805599453
+    _t0 = 0.6931471805599453*scale
     return np.where((q < 0.5), _t0 + loc + scale*np.log(q), -_t0 + loc - scale*np.log(1 - q))

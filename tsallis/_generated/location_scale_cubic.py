@@ -13,19 +13,19 @@ __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "log
 def threshold(scale):
     """lambda = -g'(a)/sigma."""
     scale, = _special.as_arrays(scale)
-    return -0.25*1.2599210498948732*2.080083823051904/scale
+    return -0.6551853485522241/scale
 
 
 def half_width(scale):
     """Support half-width."""
     scale, = _special.as_arrays(scale)
-    return 0.5*1.5874010519681996*1.4422495703074083*scale
+    return 1.1447142425533319*scale
 
 
 def variance(scale):
     """Variance."""
     scale, = _special.as_arrays(scale)
-    return 0.1*1.2599210498948732*2.080083823051904*scale**2
+    return 0.26207413942088964*scale**2
 
 
 def tsallis_entropy(scale):
@@ -68,4 +68,4 @@ def cdf(x, loc, scale):
 def tail_mass(e):
     """Mass within standardized distance e of an edge."""
     e, = _special.as_arrays(e)
-    return -0.16666666666666666*e**3 + 0.25*1.5874010519681996*1.4422495703074083*e**2
+    return -0.16666666666666666*e**3 + 0.5723571212766659*e**2

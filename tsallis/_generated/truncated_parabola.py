@@ -13,32 +13,32 @@ __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "log
 def threshold(scale):
     """lambda (eq 10)."""
     scale, = _special.as_arrays(scale)
-    return -0.25*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    return -0.6551853485522241/scale**0.6666666666666666
 
 
 def half_width(scale):
     """Support half-width."""
     scale, = _special.as_arrays(scale)
-    return 0.5*1.5874010519681996*1.4422495703074083*scale**0.6666666666666666
+    return 1.1447142425533319*scale**0.6666666666666666
 
 
 def variance(scale):
     """Variance."""
     scale, = _special.as_arrays(scale)
-    return 0.1*1.2599210498948732*2.080083823051904*scale**1.3333333333333333
+    return 0.26207413942088964*scale**1.3333333333333333
 
 
 def tsallis_entropy(scale):
     """Tsallis 2-entropy (1 - int p^2) / 2."""
     scale, = _special.as_arrays(scale)
-    return 0.5 - 0.1*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    return 0.5 - 0.26207413942088964/scale**0.6666666666666666
 
 
 def pdf(x, loc, scale):
     """p(x)."""
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
-    _t0 = 0.5*_dx**2/scale**2 - 0.25*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    _t0 = 0.5*_dx**2/scale**2 - 0.6551853485522241/scale**0.6666666666666666
     return np.where((_t0 < 0), np.where(-_t0 > 0, -_t0, 1), 0)
 
 
@@ -46,7 +46,7 @@ def logpdf(x, loc, scale):
     """log p(x); -inf outside the support."""
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
-    _t0 = 0.5*_dx**2/scale**2 - 0.25*1.2599210498948732*2.080083823051904/scale**0.6666666666666666
+    _t0 = 0.5*_dx**2/scale**2 - 0.6551853485522241/scale**0.6666666666666666
     return np.where((_t0 < 0), np.log(np.where(-_t0 > 0, -_t0, 1)), -np.inf)
 
 
@@ -55,12 +55,12 @@ def cdf(x, loc, scale):
     x, loc, scale = _special.as_arrays(x, loc, scale)
     _dx = x - loc
     _t0 = scale**0.6666666666666666
-    _t1 = 1.2599210498948732*2.080083823051904*(_dx + 0.5*1.5874010519681996*1.4422495703074083*_t0)/_t0
+    _t1 = 2.6207413942088964*(_dx + 1.1447142425533319*_t0)/_t0
     return np.where((_t1 <= 0), 0, np.where((_t1 < 6), _sp.betainc(2, 2, 0.16666666666666666*_t1), 1))
 
 
 def ppf(q, loc, scale):
     """Quantile function."""
     q, loc, scale = _special.as_arrays(q, loc, scale)
-    _t0 = 1.5874010519681996*1.4422495703074083*scale**0.6666666666666666
+    _t0 = 2.2894284851066637*scale**0.6666666666666666
     return _t0*_sp.betaincinv(2, 2, q) - 0.5*_t0 + loc
