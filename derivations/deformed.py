@@ -10,7 +10,7 @@ from __future__ import annotations
 import sympy as sp
 
 from derivations import symbols as S
-from derivations.primitives import exprel, log1prel
+from derivations.primitives import exprel, log1prel, softplus
 from derivations.result import FamilyDerivation, Kernel
 
 
@@ -43,6 +43,18 @@ def derive_deformed() -> FamilyDerivation:
             raise AssertionError(f"stable form differs from the definition by {difference}")
     # Outside the base's positive range: 0 for beta < 1 ([.]_+), the pole +oo for beta > 1.
     exp_b = sp.Piecewise((exp_inside, base > 0), (0, beta < 1), (sp.oo, True))
+    # Seed 001 sec 5.3.1: [v]_+ replaced by softplus(s v) / s (sharpness s > 0), which
+    # tends to [v]_+ as s -> oo with bias at most log(2)/s.
+    sharpness = sp.Symbol("sharpness", positive=True)
+    v = sp.Symbol("v", real=True)
+    smooth_positive = softplus(sharpness * v) / sharpness
+    smooth_exp_b = (smooth_positive.subs(v, base)) ** (1 / (1 - beta))
+    bias = sp.limit(softplus(sharpness * v).rewrite(sp.log) / sharpness - v, v, sp.oo)
+    if (
+        bias != 0
+        or sp.simplify(smooth_positive.rewrite(sp.log).subs(v, 0) - sp.log(2) / sharpness) != 0
+    ):
+        raise AssertionError("softplus smoothing: expected zero bias at +oo and log(2)/s at 0")
     # -p log_{2-alpha}(p) / alpha, with 0 log 0 = 0.
     term = sp.Piecewise((-p * log_b.subs({u: p, beta: 2 - alpha}) / alpha, p > 0), (0, True))
     kernels = (
@@ -53,6 +65,18 @@ def derive_deformed() -> FamilyDerivation:
             (p, alpha),
             term,
             "-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6).",
+        ),
+        Kernel(
+            "softplus_positive",
+            (v, sharpness),
+            smooth_positive,
+            "softplus(s v) / s, the smoothed [v]_+ (seed 001 sec 5.3.1).",
+        ),
+        Kernel(
+            "smoothed_exp_beta",
+            (u, beta, sharpness),
+            smooth_exp_b,
+            "exp_beta with [.]_+ smoothed by softplus (beta < 1).",
         ),
     )
     return FamilyDerivation(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["PositivePart", "betaincinv", "expm1", "exprel", "log1p", "log1prel"]
+__all__ = ["PositivePart", "betaincinv", "expm1", "exprel", "log1p", "log1prel", "softplus"]
 
 
 class PositivePart(sp.Function):
@@ -86,3 +86,15 @@ class log1p(sp.Function):  # noqa: N801
 
     def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
         return r"\operatorname{log1p}\left(" + printer._print(self.args[0]) + r"\right)"
+
+
+class softplus(sp.Function):  # noqa: N801
+    """log(1 + exp(x)), printed in an overflow-free form."""
+
+    nargs = 1
+
+    def _eval_rewrite_as_log(self, x: sp.Expr, **kwargs: object) -> sp.Expr:
+        return sp.log(1 + sp.exp(x))
+
+    def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
+        return r"\operatorname{softplus}\left(" + printer._print(self.args[0]) + r"\right)"

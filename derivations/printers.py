@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derivations.primitives import PositivePart, betaincinv, expm1, exprel, log1p, log1prel
+from derivations.primitives import (
+    PositivePart,
+    betaincinv,
+    expm1,
+    exprel,
+    log1p,
+    log1prel,
+    softplus,
+)
 
 
 class UnprintableError(TypeError):
@@ -159,6 +167,7 @@ NUMPY = Backend(
         log1p: _call("np.log1p"),
         exprel: _call("_sp.exprel"),
         log1prel: _call("_special.log1prel"),
+        softplus: lambda p, e: f"np.logaddexp(0.0, {p.print(e.args[0])})",
         betaincinv: _call("_sp.betaincinv"),
         sp.betainc_regularized: _betainc("_sp"),
         sp.Heaviside: _heaviside("np.where"),
@@ -189,6 +198,7 @@ TORCH = Backend(
         log1p: _call("torch.log1p"),
         exprel: _call("_special.exprel"),
         log1prel: _call("_special.log1prel"),
+        softplus: _call("torch.nn.functional.softplus"),
         sp.Heaviside: _heaviside("torch.where"),
         sp.Max: _max_min("torch.maximum", "min"),
         sp.Min: _max_min("torch.minimum", "max"),
@@ -357,7 +367,15 @@ class BackendPrinter:
             return f"1/{self._atom(base)}"
         if exponent.is_Integer and exponent < 0:
             return f"1/{self._atom(base)}**{int(-exponent)}"
-        return f"{self._atom(base)}**{self._atom(exponent)}"
+
+        # ** binds tighter than * and / and is right-associative: parenthesize both
+        # sides unless they are a bare symbol or a non-negative literal.
+        def operand(e: sp.Expr) -> str:
+            text = self.print(e)
+            simple = isinstance(e, sp.Symbol) or (e.is_number and not text.startswith("-"))
+            return text if simple or isinstance(e, sp.Function) else f"({text})"
+
+        return f"{operand(base)}**{operand(exponent)}"
 
     def _piecewise(self, expr: sp.Piecewise) -> str:
         *rest, (last, last_cond) = expr.args

@@ -83,6 +83,10 @@ CASES = [
     sp.Piecewise((sp.log(z), z > 0), (-sp.oo, True)),
     sp.erf(z) * sp.exp(-(z**2)) * sp.pi,
     sp.sinh(z) * sp.cosh(x) + sp.tanh(y) + sp.atan(z) + sp.asinh(z) + sp.sin(z) * sp.cos(y),
+    x ** (1 / y)
+    + sp.Pow(sp.Pow(x, y, evaluate=False), z, evaluate=False)
+    + x ** (y - 1)
+    + (x + y) ** (-z),
 ]
 
 

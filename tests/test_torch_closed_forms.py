@@ -31,7 +31,11 @@ VALUES = {
     "beta": [0.0, 1.0, 1.5],
     "p": [0.0, 0.3],
     "q": [0.2],
+    "v": [-1.0, 0.0, 0.5],
+    "sharpness": [10.0, 1e3],
 }
+# Kernels whose documented domain is narrower than the table above.
+DOMAIN = {"smoothed_exp_beta": {"beta": [0.0, 0.5]}}
 
 
 def _kernels():
@@ -44,10 +48,11 @@ def _kernels():
 def _points(function, family: str):
     """A few argument tuples; x and d2 are placed inside and outside the support."""
     names = list(inspect.signature(function).parameters)
-    base = {k: VALUES[k][i % len(VALUES[k])] for i, k in enumerate(names) if k in VALUES}
+    values = {**VALUES, **DOMAIN.get(function.__name__, {})}
+    base = {k: values[k][i % len(values[k])] for i, k in enumerate(names) if k in values}
     out = []
     for i in range(3):
-        args = {k: VALUES[k][(i + j) % len(VALUES[k])] for j, k in enumerate(names) if k in VALUES}
+        args = {k: values[k][(i + j) % len(values[k])] for j, k in enumerate(names) if k in values}
         args = {**base, **args}
         if "x" in names:
             args["x"] = args.get("loc", 0.3) + [0.0, 0.5, 50.0][i] * args.get("scale", 1.0)
@@ -141,6 +146,8 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "beta": 0.7,
         "p": 0.4,
         "q": 0.3,
+        "v": 0.3,
+        "sharpness": 5.0,
         "e": 0.2,
     }
     args = [

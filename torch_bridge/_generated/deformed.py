@@ -9,7 +9,7 @@ import torch
 
 from torch_bridge import _special
 
-__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term"]
+__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "softplus_positive", "smoothed_exp_beta"]
 
 
 def log_beta(u, beta):
@@ -32,3 +32,16 @@ def tsallis_entropy_term(p, alpha):
     _t0 = torch.where(p > 0, p, 1)
     _t1 = torch.log(_t0)
     return torch.where((p > 0), -_t0*_t1*_special.exprel(_t1*(alpha - 1))/alpha, 0)
+
+
+def softplus_positive(v, sharpness):
+    """softplus(s v) / s, the smoothed [v]_+ (seed 001 sec 5.3.1)."""
+    v, sharpness = _special.promote(v, sharpness)
+    return torch.nn.functional.softplus(sharpness*v)/sharpness
+
+
+def smoothed_exp_beta(u, beta, sharpness):
+    """exp_beta with [.]_+ smoothed by softplus (beta < 1)."""
+    u, beta, sharpness = _special.promote(u, beta, sharpness)
+    _t0 = 1 - beta
+    return (torch.nn.functional.softplus(sharpness*(_t0*u + 1))/sharpness)**(1/_t0)

@@ -7,7 +7,7 @@ import numpy as np
 import scipy.special as _sp
 from tsallis import _special
 
-__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term"]
+__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "softplus_positive", "smoothed_exp_beta"]
 
 
 def log_beta(u, beta):
@@ -30,3 +30,16 @@ def tsallis_entropy_term(p, alpha):
     _t0 = np.where(p > 0, p, 1)
     _t1 = np.log(_t0)
     return np.where((p > 0), -_t0*_t1*_sp.exprel(_t1*(alpha - 1))/alpha, 0)
+
+
+def softplus_positive(v, sharpness):
+    """softplus(s v) / s, the smoothed [v]_+ (seed 001 sec 5.3.1)."""
+    v, sharpness = _special.as_arrays(v, sharpness)
+    return np.logaddexp(0.0, sharpness*v)/sharpness
+
+
+def smoothed_exp_beta(u, beta, sharpness):
+    """exp_beta with [.]_+ smoothed by softplus (beta < 1)."""
+    u, beta, sharpness = _special.as_arrays(u, beta, sharpness)
+    _t0 = 1 - beta
+    return (np.logaddexp(0.0, sharpness*(_t0*u + 1))/sharpness)**(1/_t0)
