@@ -7,6 +7,8 @@ definition.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import sympy as sp
 
 from derivations import symbols as S
@@ -24,6 +26,27 @@ def exp_beta_definition(u: sp.Expr, beta: sp.Expr) -> sp.Expr:
     return (1 + (1 - beta) * u) ** (1 / (1 - beta))
 
 
+def verify_z_scaling(log_index: Callable[[sp.Expr], sp.Expr] = lambda alpha: alpha) -> bool:
+    """Seed 001 Lemma 5.3: (1/Z) exp_{2-a}(Z^(a-1) f) = exp_{2-a}(f - log_a Z), Z > 0.
+
+    Checked where the bases are positive: the right base equals Z^(1-a) times
+    the left one (so the supports agree), and the powers then match.
+    """
+    alpha, f = sp.Symbol("alpha", positive=True), sp.Symbol("f", real=True)
+    z = sp.Symbol("Z", positive=True)
+    log_alpha_z = log_beta_definition(z, log_index(alpha))  # log_alpha, as in the lemma
+    left_base = (
+        1 + (alpha - 1) * z ** (alpha - 1) * f
+    )  # exp_{2-alpha}: 1 + (1 - beta) u, beta = 2 - alpha
+    right_base = 1 + (alpha - 1) * (f - log_alpha_z)
+    if sp.simplify(right_base - z ** (1 - alpha) * left_base) != 0:
+        return False
+    power = 1 / (alpha - 1)
+    left = left_base**power / z
+    right = (z ** (1 - alpha)) ** power * left_base**power
+    return sp.simplify(sp.powsimp(left - right, force=True)) == 0
+
+
 def derive_deformed() -> FamilyDerivation:
     """Stable forms, checked against eq 4.
 
@@ -33,6 +56,8 @@ def derive_deformed() -> FamilyDerivation:
     log_b = sp.log(u) * exprel((1 - beta) * sp.log(u))
     base = 1 + (1 - beta) * u
     exp_inside = sp.exp(u * log1prel((1 - beta) * u))
+    if not verify_z_scaling():
+        raise AssertionError("Lemma 5.3 (Z-scaling) failed to verify")
     checks = [
         (log_b.rewrite(sp.exp), log_beta_definition(u, beta)),
         (sp.log(exp_inside.rewrite(sp.log)), sp.log(exp_beta_definition(u, beta))),
@@ -55,6 +80,8 @@ def derive_deformed() -> FamilyDerivation:
         or sp.simplify(smooth_positive.rewrite(sp.log).subs(v, 0) - sp.log(2) / sharpness) != 0
     ):
         raise AssertionError("softplus smoothing: expected zero bias at +oo and log(2)/s at 0")
+    # log exp_beta(u) for beta <= 1: u log1prel((1-beta) u) on the support, -oo outside.
+    log_exp_b = sp.Piecewise((u * log1prel((1 - beta) * u), base > 0), (-sp.oo, True))
     # -p log_{2-alpha}(p) / alpha, with 0 log 0 = 0.
     term = sp.Piecewise((-p * log_b.subs({u: p, beta: 2 - alpha}) / alpha, p > 0), (0, True))
     kernels = (
@@ -65,6 +92,12 @@ def derive_deformed() -> FamilyDerivation:
             (p, alpha),
             term,
             "-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6).",
+        ),
+        Kernel(
+            "log_exp_beta",
+            (u, beta),
+            log_exp_b,
+            "log exp_beta(u) for beta <= 1 (-inf outside the support), for log-space integrals.",
         ),
         Kernel(
             "softplus_positive",

@@ -94,7 +94,7 @@ def test_kink_aware_is_spectral_on_a_sparse_density():
     alpha = 1.5  # p = [1 + 0.5 f]_+^2
     rule = Q.KinkAware.deformed(f, alpha, 0.0, 1.0, breakpoints=centres)
     assert len(rule.pieces) >= 2
-    edges = sorted({e for piece in rule.pieces for e in piece} - {*centres, 0.0, 1.0})
+    edges = rule.support_edges
     pieces_mp = []
     for edge in edges:  # the same edges, to 30 digits
         root = mp.findroot(lambda t: 1 + (alpha - 1) * f_mp(t), mp.mpf(edge))

@@ -35,7 +35,7 @@ VALUES = {
     "sharpness": [10.0, 1e3],
 }
 # Kernels whose documented domain is narrower than the table above.
-DOMAIN = {"smoothed_exp_beta": {"beta": [0.0, 0.5]}}
+DOMAIN = {"smoothed_exp_beta": {"beta": [0.0, 0.5]}, "log_exp_beta": {"beta": [0.0, 0.5, 1.0]}}
 
 
 def _kernels():
@@ -170,7 +170,11 @@ def test_gradients_finite_on_the_whole_valid_domain(dtype):
             out = function(*tensors)
             finite = torch.isfinite(out)
             if not finite.all():  # -inf logpdf outside the support: gradient must still be finite
-                assert name.startswith("logpdf") or name == "exp_beta", (family, name, args)
+                assert name.startswith(("logpdf", "log_exp")) or name == "exp_beta", (
+                    family,
+                    name,
+                    args,
+                )
             out.sum().backward() if finite.all() else out.masked_fill(~finite, 0).sum().backward()
             for k, t in zip(names, tensors, strict=True):
                 if t.grad is not None:

@@ -9,7 +9,7 @@ import torch
 
 from torch_bridge import _special
 
-__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "softplus_positive", "smoothed_exp_beta"]
+__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "softplus_positive", "smoothed_exp_beta"]
 
 
 def log_beta(u, beta):
@@ -32,6 +32,13 @@ def tsallis_entropy_term(p, alpha):
     _t0 = torch.where(p > 0, p, 1)
     _t1 = torch.log(_t0)
     return torch.where((p > 0), -_t0*_t1*_special.exprel(_t1*(alpha - 1))/alpha, 0)
+
+
+def log_exp_beta(u, beta):
+    """log exp_beta(u) for beta <= 1 (-inf outside the support), for log-space integrals."""
+    u, beta = _special.promote(u, beta)
+    _t0 = u*(1 - beta)
+    return torch.where((_t0 > -1), u*_special.log1prel(torch.where(_t0 > -1, _t0, 0)), -math.inf)
 
 
 def softplus_positive(v, sharpness):

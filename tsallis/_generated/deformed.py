@@ -7,7 +7,7 @@ import numpy as np
 import scipy.special as _sp
 from tsallis import _special
 
-__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "softplus_positive", "smoothed_exp_beta"]
+__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "softplus_positive", "smoothed_exp_beta"]
 
 
 def log_beta(u, beta):
@@ -30,6 +30,13 @@ def tsallis_entropy_term(p, alpha):
     _t0 = np.where(p > 0, p, 1)
     _t1 = np.log(_t0)
     return np.where((p > 0), -_t0*_t1*_sp.exprel(_t1*(alpha - 1))/alpha, 0)
+
+
+def log_exp_beta(u, beta):
+    """log exp_beta(u) for beta <= 1 (-inf outside the support), for log-space integrals."""
+    u, beta = _special.as_arrays(u, beta)
+    _t0 = u*(1 - beta)
+    return np.where((_t0 > -1), u*_special.log1prel(np.where(_t0 > -1, _t0, 0)), -np.inf)
 
 
 def softplus_positive(v, sharpness):
