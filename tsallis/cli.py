@@ -1,4 +1,4 @@
-"""The ``tsallis`` command: derive, verify."""
+"""The ``tsallis`` command: derive, verify, convergence."""
 
 from __future__ import annotations
 
@@ -79,6 +79,12 @@ def _verify(args: argparse.Namespace) -> int:
     return verify_main(dps=args.dps, families=args.family, as_json=args.json, full=args.full)
 
 
+def _convergence(args: argparse.Namespace) -> int:
+    from tsallis.convergence import main as convergence_main
+
+    return convergence_main(args.case, args.rule, as_json=args.json, plot_path=args.plot)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(prog="tsallis", description=__doc__)
@@ -107,6 +113,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--full", action="store_true", help="also every grid point of every quantity"
     )
     verify.set_defaults(handler=_verify)
+    convergence = sub.add_parser("convergence", help="quadrature error against nodes, vs mpmath")
+    convergence.add_argument("--case", nargs="+", help="cases a-f (default: all)")
+    convergence.add_argument(
+        "--rule", nargs="+", help="keep rules whose name contains one of these"
+    )
+    convergence.add_argument("--json", action="store_true", help="print a JSON list")
+    convergence.add_argument(
+        "--plot", metavar="PATH", help="write an error-vs-nodes figure (matplotlib)"
+    )
+    convergence.set_defaults(handler=_convergence)
     return parser
 
 
