@@ -99,10 +99,7 @@ def test_discrete_entropy_permutation_invariant_and_bounded(values, alpha):
 def test_discrete_entropy_continuous_at_alpha_one():
     p = np.array([0.1, 0.2, 0.7])
     shannon = -(p * np.log(p)).sum()
-    assert (
-        float(tsallis.tsallis_entropy(p, 1.0)) == np.float64(shannon).item()
-        or abs(float(tsallis.tsallis_entropy(p, 1.0)) - shannon) < 1e-15
-    )
+    assert abs(float(tsallis.tsallis_entropy(p, 1.0)) - shannon) < 1e-15
     for delta in (1e-4, 1e-8, 1e-12):
         assert abs(float(tsallis.tsallis_entropy(p, 1 + delta)) - shannon) < 2 * delta
     assert float(tsallis.tsallis_entropy(p, 2.0)) == (1 - (p**2).sum()) / 2

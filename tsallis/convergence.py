@@ -29,8 +29,12 @@ from dataclasses import asdict, dataclass, field
 import mpmath as mp
 import numpy as np
 
+from tsallis import groundtruth as gt
 from tsallis import quadrature as Q
 from tsallis._generated import deformed as _deformed
+from tsallis._generated import gaussian as _gaussian
+from tsallis._generated import truncated_paraboloid as _paraboloid
+from tsallis.kernels import kernel_sum
 
 INDUCING = np.array([0.2, 0.45, 0.7])
 GAMMA_SMOOTH = np.array([1.5, -1.0, 1.2])
@@ -42,13 +46,7 @@ CASES = ("a", "b", "c", "d", "e", "f")
 
 
 def _kernel_sum(t: np.ndarray, gamma: np.ndarray, kind: str) -> np.ndarray:
-    distance = np.asarray(t)[..., None] - INDUCING
-    k = (
-        np.exp(-(distance**2) / (2 * BANDWIDTH**2))
-        if kind == "gaussian"
-        else np.exp(-np.abs(distance) / BANDWIDTH)
-    )
-    return k @ gamma
+    return kernel_sum(t, gamma, INDUCING, kind, BANDWIDTH)
 
 
 def _kernel_sum_mp(t: mp.mpf, gamma: np.ndarray, kind: str) -> mp.mpf:
@@ -114,11 +112,10 @@ def case_a() -> list[Study]:
     mean, std = 0.5, 0.3
 
     def f(t):  # noqa: ANN001, ANN202
-        return np.exp(-((t - mean) ** 2) / (2 * std**2) + _kernel_sum(t, GAMMA_SMOOTH, "gaussian"))
+        return np.exp(_gaussian.logpdf(t, mean, std) + _kernel_sum(t, GAMMA_SMOOTH, "gaussian"))
 
     def g(t):  # noqa: ANN001, ANN202
-        exponent = -((t - mean) ** 2) / (2 * mp.mpf(std) ** 2)
-        return mp.exp(exponent + _kernel_sum_mp(t, GAMMA_SMOOTH, "gaussian"))
+        return mp.npdf(t, mean, std) * mp.exp(_kernel_sum_mp(t, GAMMA_SMOOTH, "gaussian"))
 
     truth = mp.quad(g, [-mp.inf, -1, 0, *map(float, INDUCING), 1, 2, mp.inf])
     rule = Q.TrapezoidLine(mean, 12 * std)
@@ -197,9 +194,7 @@ def case_f() -> list[Study]:
     mu, centre, width = np.array([0.1, -0.2]), np.array([0.3, 0.1]), 0.2
     chol = np.linalg.cholesky(sigma)
     logdet = float(np.linalg.slogdet(sigma)[1])
-    from tsallis._generated import truncated_paraboloid as tp
-
-    lam = float(tp.threshold(2, logdet))
+    lam = float(_paraboloid.threshold(2, logdet))
     radius = math.sqrt(-2 * lam)
     x_r, w_r = Q.GaussLegendre(0, radius).nodes_weights(48)
 
@@ -207,15 +202,19 @@ def case_f() -> list[Study]:
         direction = np.stack([np.cos(theta), np.sin(theta)])  # (2, n)
         points = mu[:, None, None] + (chol @ direction)[:, :, None] * x_r  # (2, n, m)
         d2 = ((points - centre[:, None, None]) ** 2).sum(0)
-        psi = np.exp(-d2 / (2 * width**2)) / (2 * math.pi * width**2)
-        p = -lam - x_r**2 / 2
+        psi = np.exp(_gaussian.logpdf_d2(d2 / width**2, 2, 4 * math.log(width)))
+        p = _paraboloid.pdf_d2(x_r**2, 2, logdet)
         return (psi * p * x_r * w_r).sum(-1) * math.exp(logdet / 2)
 
     with mp.workdps(30):
-        lam_mp = -(
-            (mp.gamma(3) / mp.sqrt(mp.det(2 * mp.pi * mp.matrix(sigma.tolist()))))
-            ** (mp.mpf(1) / 2)
+        # the oracle's threshold: root of int p = 1 (ground truth), not eq 11
+        paraboloid = gt.Family(
+            score=lambda r: -(r**2) / 2,
+            alpha=mp.mpf(2),
+            dim=2,
+            logdet=mp.log(mp.det(mp.matrix(sigma.tolist()))),
         )
+        lam_mp = gt.threshold(paraboloid)
         l11, l21, l22 = (mp.mpf(float(v)) for v in (chol[0, 0], chol[1, 0], chol[1, 1]))
 
         def integrand(theta, r):  # noqa: ANN001, ANN202

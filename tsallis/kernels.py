@@ -30,6 +30,16 @@ FloatArray = NDArray[np.float64]
 KERNELS = ("gaussian", "laplace")
 
 
+def kernel_sum(
+    t: ArrayLike, gamma: FloatArray, inducing: FloatArray, kernel: str, bandwidth: float
+) -> FloatArray:
+    """f~(t) = sum_i gamma_i k(t, t_i) for the Gaussian or Laplace kernel."""
+    distance = np.asarray(t, dtype=float)[..., None] - inducing
+    if kernel == "gaussian":
+        return np.exp(-(distance**2) / (2 * bandwidth**2)) @ gamma
+    return np.exp(-np.abs(distance) / bandwidth) @ gamma
+
+
 @dataclass(frozen=True)
 class UniformBase:
     """Q uniform on [a, b]."""
@@ -125,23 +135,13 @@ class KernelFamily:
         shift = float(np.max(self._log_unnormalized(scan)))
         self.rule.refine(lambda t: np.exp(self._log_unnormalized(t) - shift), self.nodes)
         self._x, weights = self.rule.nodes_weights(self.nodes)
-        if self._x.size == 0:
-            raise ValueError(
-                "exp_{2-alpha}(f~) vanishes on the whole interval: the family has no mass"
-            )
         self._log_mass = self._log_unnormalized(self._x) + np.log(weights)
         self.log_normalizer = float(logsumexp(self._log_mass))
         self._log_mass -= self.log_normalizer
 
     def f_tilde(self, t: ArrayLike) -> FloatArray:
         """sum_i gamma_i k(t, t_i)."""
-        t_ = np.asarray(t, dtype=float)
-        distance = t_[..., None] - self.inducing
-        if self.kernel == "gaussian":
-            values = np.exp(-(distance**2) / (2 * self.bandwidth**2))
-        else:
-            values = np.exp(-np.abs(distance) / self.bandwidth)
-        return values @ self.gamma
+        return kernel_sum(t, self.gamma, self.inducing, self.kernel, self.bandwidth)
 
     def _log_unnormalized(self, t: FloatArray) -> FloatArray:
         with np.errstate(divide="ignore"):

@@ -70,7 +70,7 @@ def _rel(value: float, truth: mp.mpf) -> float:
     return float(abs((mp.mpf(value) - truth) / truth))
 
 
-def _torch_modules() -> ModuleType | None:
+def _torch_closed_forms() -> ModuleType | None:
     """torch_bridge.closed_forms, or None when torch is not installed."""
     try:
         import torch  # noqa: F401
@@ -88,7 +88,7 @@ def _backends(name: str, numpy_module: ModuleType) -> Iterator[tuple[str, Callab
         return float(getattr(numpy_module, kernel)(*args))
 
     yield "numpy", numpy_call
-    closed_forms = _torch_modules()
+    closed_forms = _torch_closed_forms()
     if closed_forms is None:
         return
     import torch
@@ -431,7 +431,7 @@ def main(
     dps: int = 40, families: list[str] | None = None, as_json: bool = False, full: bool = False
 ) -> int:
     """Run, print a table (or JSON), and return the exit code (1 on any error > 1e-12)."""
-    if _torch_modules() is None:
+    if _torch_closed_forms() is None:
         print(
             "torch is not installed: skipping the Torch checks (NumPy checks still run)",
             file=sys.stderr,
