@@ -8,7 +8,16 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["PositivePart", "betaincinv", "expm1", "exprel", "log1p", "log1prel", "softplus"]
+__all__ = [
+    "NormalMass",
+    "PositivePart",
+    "betaincinv",
+    "expm1",
+    "exprel",
+    "log1p",
+    "log1prel",
+    "softplus",
+]
 
 
 class PositivePart(sp.Function):
@@ -98,3 +107,21 @@ class softplus(sp.Function):  # noqa: N801
 
     def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
         return r"\operatorname{softplus}\left(" + printer._print(self.args[0]) + r"\right)"
+
+
+class NormalMass(sp.Function):
+    """Phi(hi) - Phi(lo), the standard normal mass of [lo, hi].
+
+    Printed as a difference of upper tails when lo > 0, so that neither
+    tail is lost to 1 - Phi rounding.
+    """
+
+    nargs = 2
+
+    def _eval_rewrite_as_erf(self, lo: sp.Expr, hi: sp.Expr, **kwargs: object) -> sp.Expr:
+        return (sp.erf(hi / sp.sqrt(2)) - sp.erf(lo / sp.sqrt(2))) / 2
+
+    def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
+        lo, hi = (printer._print(a) for a in self.args)
+        text = rf"\left[\Phi\right]_{{{lo}}}^{{{hi}}}"
+        return text if exp is None else rf"\left({text}\right)^{{{exp}}}"

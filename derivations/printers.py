@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derivations.primitives import (
+    NormalMass,
     PositivePart,
     betaincinv,
     expm1,
@@ -174,6 +175,7 @@ NUMPY = Backend(
         sp.Max: _max_min("np.maximum", None),
         sp.Min: _max_min("np.minimum", None),
         PositivePart: lambda p, e: f"np.maximum({p.print(e.args[0])}, 0.0)",
+        NormalMass: _call("_special.normal_mass"),
         **{f: _call("np." + _NUMPY_NAMES.get(f, f.__name__)) for f in _ELEMENTARY},
         Sanitized: _sanitized("np.where"),
     },
@@ -203,6 +205,7 @@ TORCH = Backend(
         sp.Max: _max_min("torch.maximum", "min"),
         sp.Min: _max_min("torch.minimum", "max"),
         PositivePart: lambda p, e: f"torch.clamp({p.print(e.args[0])}, min=0.0)",
+        NormalMass: _call("_special.normal_mass"),
         **{f: _call("torch." + f.__name__) for f in _ELEMENTARY},
         Sanitized: _sanitized("torch.where"),
     },

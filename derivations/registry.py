@@ -8,12 +8,13 @@ from functools import partial
 from pathlib import Path
 
 from derivations.alpha_one import derive_gaussian, derive_laplace
+from derivations.attention import derive_attention
 from derivations.beta_gaussian import derive_beta_gaussian
 from derivations.codegen import render_module
 from derivations.deformed import derive_deformed
 from derivations.formulas import render_formula_sheet
 from derivations.location_scale import BUILTIN_G, derive_location_scale
-from derivations.result import FamilyDerivation
+from derivations.result import FamilyDerivation, KernelSet
 from derivations.triangular import derive_triangular
 from derivations.truncated_parabola import derive_truncated_parabola
 from derivations.truncated_paraboloid import derive_truncated_paraboloid
@@ -28,7 +29,7 @@ class Target:
     module: str
     source: str
     function: str
-    derive: Callable[[], FamilyDerivation]
+    derive: Callable[[], FamilyDerivation | KernelSet]
 
 
 TARGETS: tuple[Target, ...] = (
@@ -63,6 +64,7 @@ TARGETS: tuple[Target, ...] = (
         "derive_beta_gaussian",
         derive_beta_gaussian,
     ),
+    Target("attention", "derivations/attention.py", "derive_attention", derive_attention),
 )
 
 OUTPUT_DIRS = {"numpy": Path("tsallis/_generated"), "torch": Path("torch_bridge/_generated")}

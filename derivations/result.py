@@ -49,3 +49,13 @@ class FamilyDerivation:
     ppf: sp.Expr | None = None
     notes: tuple[str, ...] = ()
     kernels: tuple[Kernel, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    """Generated kernels that are not one family's closed forms (e.g. attention)."""
+
+    name: str
+    title: str
+    source: str
+    kernels: tuple[Kernel, ...]

@@ -33,6 +33,14 @@ VALUES = {
     "q": [0.2],
     "v": [-1.0, 0.0, 0.5],
     "sharpness": [10.0, 1e3],
+    # attention window moments: edge distances, RBF width/centre in support units
+    "ep": [0.3, 1.0, 1.9],
+    "em": [1.7, 1.0, 0.1],
+    "r": [0.05, 0.2, 0.15],
+    "c": [0.3, -0.2, 1.1],
+    "omc": [0.7, 1.2, -0.1],
+    "delta": [0.0, 0.5, -1.0],
+    "s": [1e-3, 0.1, 1.0],
 }
 # Kernels whose documented domain is narrower than the table above.
 DOMAIN = {"smoothed_exp_beta": {"beta": [0.0, 0.5]}, "log_exp_beta": {"beta": [0.0, 0.5, 1.0]}}
@@ -149,6 +157,13 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "v": 0.3,
         "sharpness": 5.0,
         "e": 0.2,
+        "ep": 0.6,
+        "em": 1.4,
+        "r": 0.2,
+        "c": 0.3,
+        "omc": 0.7,
+        "delta": 0.2,
+        "s": 0.3,
     }
     args = [
         torch.tensor(float(interior[k]), dtype=F64, requires_grad=i in diff)
@@ -210,3 +225,22 @@ def test_cuda_matches_cpu():
         np.testing.assert_allclose(
             got.cpu().numpy(), bg.logpdf_1d(x, 1.5, 0.0, 1.0).numpy(), rtol=1e-13
         )
+
+
+def test_attention_window_moments_float32():
+    """Torch float32 window moments (closed-form regime r <= 1/5, centre at most one RBF
+    width outside the support) against NumPy float64, max-relative over the centre c:
+    within the issue-3 float32 bounds, 1e-6 for the rho moments (j = 0) and 1e-5 for J."""
+    from tsallis._generated import attention as numpy_attention
+
+    for r in (0.2, 0.1, 0.03, 0.01, 1e-3):
+        c = np.linspace(-1 - r, 1 + r, 201)
+        args32 = [np.asarray(v, dtype=np.float32) for v in (1 - c, 1 + c, np.full_like(c, r))]
+        for name in numpy_attention.__all__:
+            if not name.startswith("window"):
+                continue
+            ref = getattr(numpy_attention, name)(*(a.astype(np.float64) for a in args32))
+            got = getattr(closed_forms.attention, name)(*map(torch.from_numpy, args32))
+            assert got.dtype == torch.float32
+            error = np.abs(got.numpy() - ref).max() / np.abs(ref).max()
+            assert error < (1e-6 if name.endswith("j0") else 1e-5), (name, r, error)

@@ -59,3 +59,12 @@ def log1prel(x: torch.Tensor) -> torch.Tensor:
     safe = torch.where(small, torch.ones_like(x), x)
     series = _horner(x, _LOG1PREL_TERMS)
     return torch.where(small, series, torch.log1p(safe) / safe)
+
+
+def normal_mass(lo: torch.Tensor, hi: torch.Tensor) -> torch.Tensor:
+    """Phi(hi) - Phi(lo) for lo <= hi; upper tails when lo > 0 keep it relative-exact.
+
+    Both branches are finite everywhere, so torch.where needs no sanitizing.
+    """
+    ndtr = torch.special.ndtr
+    return torch.where(lo > 0, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy.special import ndtr
 
 # Below this |x| a Taylor polynomial is used; its truncation error is < 1e-18,
 # and autograd of the direct quotient would cancel there.
@@ -33,3 +34,9 @@ def as_arrays(*args: ArrayLike) -> tuple[NDArray[np.floating], ...]:
         array = np.asarray(a)
         out.append(array if np.issubdtype(array.dtype, np.floating) else array.astype(np.float64))
     return tuple(out)
+
+
+def normal_mass(lo: ArrayLike, hi: ArrayLike) -> NDArray[np.floating]:
+    """Phi(hi) - Phi(lo) for lo <= hi; upper tails when lo > 0 keep it relative-exact."""
+    lo, hi = np.asarray(lo), np.asarray(hi)
+    return np.where(lo > 0, ndtr(-lo) - ndtr(-hi), ndtr(hi) - ndtr(lo))

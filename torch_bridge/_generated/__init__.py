@@ -9,5 +9,6 @@ from . import triangular
 from . import location_scale_cubic
 from . import location_scale_quadratic
 from . import beta_gaussian
+from . import attention
 
-__all__ = ["deformed", "gaussian", "laplace", "truncated_parabola", "truncated_paraboloid", "triangular", "location_scale_cubic", "location_scale_quadratic", "beta_gaussian"]
+__all__ = ["deformed", "gaussian", "laplace", "truncated_parabola", "truncated_paraboloid", "triangular", "location_scale_cubic", "location_scale_quadratic", "beta_gaussian", "attention"]

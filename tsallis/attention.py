@@ -1,0 +1,641 @@
+"""Continuous attention with Gaussian RBFs: rho, its Jacobian, and the value function.
+
+rho(theta) = E_p[psi] (seed 000 eq 15) and J = d rho / d theta =
+cov_{p,2-alpha}(phi, psi) (Prop 3, eq 18), for p the alpha-entmax of
+f(t) = theta^T phi(t), phi = [t, t^2] in 1D and [t, vec(t t^T)] in D dims.
+
+1D (any alpha >= 1). p is a beta-Gaussian with half-width a; every
+integral is a window moment G(m, j) (derivations/attention.py). Per element:
+
+- alpha = 1: the generated Gaussian-product closed forms (Alg 1);
+- alpha in {2, 3/2, 4/3, 5/4} and a well-conditioned element: the generated
+  erf/exp closed form of G;
+- otherwise (support much narrower than the RBF, where the closed form loses
+  O(a/s)^2 digits to cancellation; an RBF centre far outside the support; any
+  other alpha): Gauss-Jacobi on the part of the support where the RBF is not
+  negligible, with the escort weight (1 - u^2)^(k-1) carried by the rule
+  at each support edge inside that window.
+
+D dims: alpha = 1 (Alg 1), and alpha = 2 for D = 2 (polar coordinates: the
+generated radial closed form, and the periodic trapezoid in the angle).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from tsallis import _validation as check
+from tsallis._generated import attention as gen
+from tsallis._generated import beta_gaussian, gaussian, truncated_paraboloid
+from tsallis.quadrature import PeriodicTrapezoid, _jacobi_unit
+
+__all__ = ["GaussianRBF", "jacobian", "rho", "ridge_value_function"]
+
+FloatArray = NDArray[np.floating]
+RhoJac = tuple[FloatArray, FloatArray | None]  # rho, and J when asked
+
+# alpha with a generated closed form in 1D, keyed to k = 1/(alpha - 1).
+CLOSED_FORM_K = {2.0: 1, 1.5: 2, 4 / 3: 3, 1.25: 4}
+# The closed form of G is used when r = s/a <= 1/_MIN_SUPPORT_RATIO and the
+# RBF centre lies at most _MAX_OUTSIDE RBF widths outside the support. The
+# cut-offs were measured: beyond them float32 loses more than 1e-7 (row-relative).
+_MIN_SUPPORT_RATIO = 5.0
+_MAX_OUTSIDE = 1.0
+# Gauss-Jacobi window: the RBF exponent is cut where it drops by _WINDOW_EXP
+# below its largest value on the support; _WINDOW_NODES nodes per element.
+_WINDOW_EXP = 80.0
+_WINDOW_NODES = 64
+# An edge closer to the window than _EDGE_PULL times its length joins it (and the
+# rule takes its (1 -+ u)^m); a farther edge is a singularity at least that far.
+_EDGE_PULL = 0.25
+# 2D sparsemax: nodes of the periodic trapezoid in the angle.
+ANGLE_NODES = 64
+_CHUNK = 1 << 15
+
+
+def _floating(name: str, value: ArrayLike) -> FloatArray:
+    """A float array that keeps float32 input as float32; NaN and inf rejected."""
+    array = np.asarray(value)
+    if not np.issubdtype(array.dtype, np.floating):
+        array = check.as_float(name, array)
+    else:
+        check.as_float(name, array)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class GaussianRBF:
+    """Gaussian RBFs psi_j(t) = N(t; mu_j, Sigma_j).
+
+    1D: ``mu`` (N,), ``sigma`` (N,) standard deviations. D dims: ``mu`` (N, D),
+    ``sigma`` (N, D, D) covariance matrices (symmetric positive definite).
+    """
+
+    mu: FloatArray
+    sigma: FloatArray
+    _chol: FloatArray | None = field(default=None, repr=False)
+    _ridge_cache: dict = field(default_factory=dict, repr=False)
+
+    def __init__(self, mu: ArrayLike, sigma: ArrayLike) -> None:
+        mu_a, sigma_a = _floating("mu", mu), _floating("sigma", sigma)
+        chol = None
+        if mu_a.ndim == 1:
+            if sigma_a.shape != mu_a.shape:
+                raise ValueError(
+                    f"sigma must have shape {mu_a.shape} to match mu (N,), got {sigma_a.shape}"
+                )
+            if (sigma_a <= 0).any():
+                raise ValueError("sigma (RBF standard deviations) must be > 0")
+        elif mu_a.ndim == 2:
+            n, d = mu_a.shape
+            if sigma_a.shape != (n, d, d):
+                raise ValueError(
+                    f"sigma must have shape ({n}, {d}, {d}) to match mu (N, D), got {sigma_a.shape}"
+                )
+            if not np.allclose(sigma_a, np.swapaxes(sigma_a, -1, -2), rtol=1e-6, atol=0):
+                raise ValueError("sigma (RBF covariances Sigma_j) must be symmetric")
+            try:
+                chol = np.linalg.cholesky(sigma_a)
+            except np.linalg.LinAlgError:
+                raise ValueError(
+                    "sigma (RBF covariances Sigma_j) must be positive definite"
+                ) from None
+        else:
+            raise ValueError(f"mu must have shape (N,) or (N, D), got {mu_a.shape}")
+        if mu_a.shape[0] == 0:
+            raise ValueError("mu must hold at least one basis function (N >= 1)")
+        object.__setattr__(self, "mu", mu_a)
+        object.__setattr__(self, "sigma", sigma_a)
+        object.__setattr__(self, "_chol", chol)
+        object.__setattr__(self, "_ridge_cache", {})
+
+    @property
+    def dim(self) -> int:
+        """D: 1 for a 1D basis."""
+        return 1 if self.mu.ndim == 1 else self.mu.shape[1]
+
+    @property
+    def size(self) -> int:
+        """N, the number of basis functions."""
+        return self.mu.shape[0]
+
+    def __call__(self, t: ArrayLike) -> FloatArray:
+        """psi(t): 1D t (...,) -> (..., N); D dims t (..., D) -> (..., N)."""
+        t = _floating("t", t)
+        if self.dim == 1:
+            return gen.gaussian_rho(t[..., None] - self.mu, 0 * self.sigma, self.sigma)
+        if t.shape[-1:] != (self.dim,):
+            raise ValueError(f"t must have shape (..., {self.dim}), got {t.shape}")
+        diff = t[..., None, :] - self.mu
+        z = np.linalg.solve(self._chol, diff[..., None])[..., 0]
+        logdet = 2 * np.log(np.diagonal(self._chol, axis1=-2, axis2=-1)).sum(-1)
+        return np.exp(-0.5 * (z**2).sum(-1) - 0.5 * logdet - 0.5 * self.dim * math.log(2 * math.pi))
+
+
+def _alpha(alpha: float) -> float:
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise TypeError(f"alpha must be a real number >= 1, got {alpha!r}") from None
+    if not math.isfinite(value) or value < 1:
+        raise ValueError(f"alpha must be finite and >= 1, got {alpha!r}")
+    return value
+
+
+def _closed_k(alpha: float) -> int | None:
+    for value, k in CLOSED_FORM_K.items():
+        if abs(alpha - value) < 1e-12:
+            return k
+    return None
+
+
+def _inputs_1d(
+    loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF
+) -> tuple[FloatArray, FloatArray, np.dtype]:
+    loc_a, scale_a = _floating("loc", loc), _floating("scale", scale)
+    if (scale_a <= 0).any():
+        raise ValueError("scale (sigma of the attention density) must be > 0")
+    loc_a, scale_a = check.broadcast(loc=loc_a, scale=scale_a)
+    dtype = np.result_type(loc_a, scale_a, basis.mu, basis.sigma)
+    return loc_a.astype(dtype, copy=False), scale_a.astype(dtype, copy=False), dtype
+
+
+# ---------------------------------------------------------------- 1D window moments
+
+
+@lru_cache(maxsize=64)
+def _window_rules(n: int, m: float, dtype: str) -> dict[tuple[bool, bool], tuple[FloatArray, ...]]:
+    """Gauss-Jacobi nodes for each (left edge, right edge) in the window.
+
+    Returned per configuration: xi, 1 + xi, 1 - xi and the weights of
+    (1 - xi)^(m R) (1 + xi)^(m L) on [-1, 1]. Symmetric rules are made exactly
+    mirror-symmetric, so an odd moment of a centred RBF sums to exactly 0.
+    """
+    rules = {}
+    for left in (False, True):
+        for right in (False, True):
+            xi, w = _jacobi_unit(n, m * right, m * left)
+            if left == right:
+                xi, w = (xi - xi[::-1]) / 2, (w + w[::-1]) / 2
+            one_plus = 1 + xi
+            one_minus = one_plus[::-1] if left == right else 1 - xi
+            rules[(left, right)] = tuple(
+                np.asarray(v, dtype=dtype) for v in (xi, one_plus, one_minus, w)
+            )
+    return rules
+
+
+def _mirror_sum(values: FloatArray) -> FloatArray:
+    """Sum over the last axis adding node i to node n-1-i first."""
+    n = values.shape[-1]
+    return (values[..., : n // 2] + values[..., ::-1][..., : n // 2]).sum(-1)
+
+
+def _bisect(f: Callable[[NDArray], NDArray], lo: NDArray, hi: NDArray, increasing: bool) -> NDArray:
+    """Elementwise root of a monotone f on [lo, hi] (float64, 100 halvings).
+
+    Fewer halvings (50) were measured to move the alpha = 1.01 Jacobian by 1e-12:
+    the 64-node rule is tuned to the window, so its ends are solved fully.
+    """
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        above = f(mid) > 0
+        if increasing:
+            hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
+        else:
+            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
+    return (lo + hi) / 2
+
+
+def _level_window(ep: NDArray, em: NDArray, r: NDArray, m: float) -> tuple[NDArray, NDArray]:
+    """Where log[(1 - u^2)^m phi(y)] is within _WINDOW_EXP of its peak, in y = (u - c)/r.
+
+    g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave for m >= 0 (so the
+    level set is one interval, found by bisection); for m = 0 it is explicit.
+    """
+    edge_lo, edge_hi = -em / r, ep / r
+    if m == 0:
+        peak = np.clip(0.0, edge_lo, edge_hi)
+        reach = np.sqrt(peak**2 + 2 * _WINDOW_EXP)
+        return np.maximum(edge_lo, -reach), np.minimum(edge_hi, reach)
+    with np.errstate(divide="ignore", invalid="ignore"):
+
+        def slope(y: NDArray) -> NDArray:
+            return m * r * (1 / (em + r * y) - 1 / (ep - r * y)) - y
+
+        def g(y: NDArray) -> NDArray:
+            inside = np.maximum((ep - r * y) * (em + r * y), 0)
+            return m * np.log(inside) - y * y / 2
+
+        peak = _bisect(slope, edge_lo.copy(), edge_hi.copy(), increasing=False)
+        level = g(peak) - _WINDOW_EXP
+        lo = _bisect(lambda y: g(y) - level, edge_lo.copy(), peak.copy(), increasing=True)
+        hi = _bisect(lambda y: g(y) - level, peak.copy(), edge_hi.copy(), increasing=False)
+    return lo, hi
+
+
+def _peak_window(ep: FloatArray, em: FloatArray, r: FloatArray, m: float) -> dict[str, NDArray]:
+    """The integration window in y for exponents max(m, 0) and m + 1 (their union).
+
+    An edge within a quarter of the window length joins it (``left``/``right``);
+    gap_lo, gap_hi are 1 + u and 1 - u at the window ends (0 at a joined edge).
+    Computed in float64; the caller casts.
+    """
+    ep, em, r = (np.asarray(v, dtype=np.float64) for v in (ep, em, r))
+    lo_a, hi_a = _level_window(ep, em, r, max(m, 0.0))
+    lo_b, hi_b = _level_window(ep, em, r, m + 1)
+    lo, hi = np.minimum(lo_a, lo_b), np.maximum(hi_a, hi_b)
+    margin = _EDGE_PULL * (hi - lo)
+    left = lo + em / r <= margin
+    right = ep / r - hi <= margin
+    lo = np.where(left, -em / r, lo)
+    hi = np.where(right, ep / r, hi)
+    return {
+        "left": left,
+        "right": right,
+        "half": (hi - lo) / 2,
+        "mid": (hi + lo) / 2,
+        "gap_lo": np.where(left, 0.0, em + r * lo),
+        "gap_hi": np.where(right, 0.0, ep - r * hi),
+    }
+
+
+def _wide_moments(
+    c: FloatArray, r: FloatArray, m: float, second: float, mass: float
+) -> dict[str, FloatArray]:
+    """Window moments when the RBF is wide (|u (u - 2c)| / (2 r^2) <= 1 on the support).
+
+    phi((u - c)/r) = phi(c/r) e^(p + q), p = -u^2/(2 r^2), q = u c / r^2. The
+    escort integrates u and u^2 - v to exactly 0, so only e^(p+q) - 1 counts;
+    its even and odd parts over mirrored nodes are formed by expm1, cosh and
+    sinh, and keep the O(1/r^2) moments exact. ``mass`` = int (1 - u^2)^(m+1).
+    """
+    dtype = c.dtype
+    xi, _, _, w = _window_rules(_WINDOW_NODES, m, dtype.name)[(True, True)]
+    n = xi.size // 2
+    u, w = xi[:n], w[:n]  # u < 0; each node stands for itself and its mirror -u
+    cc, rr = c[:, None], r[:, None]
+    p = -(u * u) / (2 * rr * rr)
+    q = u * cc / (rr * rr)
+    even = 2 * (np.expm1(p) * np.cosh(q) + 2 * np.sinh(q / 2) ** 2)  # e^(p+q) + e^(p-q) - 2
+    odd = 2 * np.exp(p) * np.sinh(q)  # e^(p+q) - e^(p-q)
+    scale = np.exp(-((c / r) ** 2) / 2) / (math.sqrt(2 * math.pi) * r)
+    return {
+        "rho": scale * (mass + (w * (1 - u * u) * even).sum(-1)),
+        "m1": scale * (w * u * odd).sum(-1),
+        "m2c": scale * (w * (u * u - second) * even).sum(-1),
+    }
+
+
+def _window_quadrature(
+    ep: FloatArray, em: FloatArray, r: FloatArray, m: float, second: float, radial: bool = False
+) -> dict[str, FloatArray]:
+    """Gauss-Jacobi window moments: G(m+1, 0), G(m, 1), G(m, 2) - second G(m, 0).
+
+    Keys rho, m1, m2c; ``second`` is the escort's E[u^2]. With ``radial``
+    (m = 0) the keys are p1, p2, p3: int ((1+u)/2)^j phi du, i.e. the moments
+    of [0, 1] mapped onto [-1, 1].
+
+    All arrays are flat. The window is |y| <= R_y in RBF units y = (u - c)/r,
+    R_y^2 = (distance outside)^2 + 2 E; a support edge closer to the window
+    than R_y is pulled in, and the rule then carries (1 -+ u)^m at that edge.
+    Widths and 1 +- u are formed from the edge distances, never as differences
+    of large numbers.
+    """
+    dtype = ep.dtype
+    window = _peak_window(ep, em, r, m)
+    left, right = window["left"], window["right"]
+    half, mid = window["half"].astype(dtype), window["mid"].astype(dtype)
+    gap_lo, gap_hi = window["gap_lo"].astype(dtype), window["gap_hi"].astype(dtype)
+    centre = (em - ep) / 2  # c
+    keys = ("p1", "p2", "p3") if radial else ("rho", "m1", "m2c")
+    out = {key: np.zeros_like(ep) for key in keys}
+    wide = np.zeros(ep.shape, dtype=bool)
+    if not radial:
+        wide = left & right & ((1 + 2 * np.abs(centre)) <= 2 * r * r)
+        if wide.any():
+            mass = float(1 / gen.rho_constant(1 + 1 / (m + 1)))
+            part = _wide_moments(centre[wide], r[wide], m, second, mass)
+            for key in keys:
+                out[key][wide] = part[key]
+    for config, (xi, one_plus, one_minus, w) in _window_rules(_WINDOW_NODES, m, dtype.name).items():
+        sel = (left == config[0]) & (right == config[1]) & ~wide
+        if not sel.any():
+            continue
+        h, rr = half[sel, None], r[sel, None]
+        y = mid[sel, None] + h * xi
+        if config == (True, True):  # the whole support: u = xi exactly
+            plus, minus, u, h = one_plus, one_minus, xi, 1 / rr
+            y = mid[sel, None] + xi / rr
+        else:
+            plus = gap_lo[sel, None] + rr * h * one_plus  # 1 + u, from the near end
+            minus = gap_hi[sel, None] + rr * h * one_minus  # 1 - u
+            u = (plus - minus) / 2  # c + r y would cancel when |c| >> 1
+        weight = w * h
+        if m != 0 and config != (True, True):
+            scaled_plus = plus / one_plus if config[0] else plus
+            scaled_minus = minus / one_minus if config[1] else minus
+            weight = weight * (scaled_plus * scaled_minus) ** m
+        weight = weight * np.exp(-(y**2) / 2) / math.sqrt(2 * math.pi)
+        if radial:
+            for j in (1, 2, 3):
+                out[f"p{j}"][sel] = _mirror_sum(weight * (plus / 2) ** j)
+            continue
+        out["rho"][sel] = _mirror_sum(weight * plus * minus)
+        out["m1"][sel] = _mirror_sum(weight * u)
+        out["m2c"][sel] = _mirror_sum(weight * (u * u - second))
+    return out
+
+
+_CLOSED_KERNELS = {
+    m: tuple(getattr(gen, f"window_m{m}_j{j}", None) for j in (0, 1, 2)) for m in range(5)
+}
+
+
+def _window_moments_1d(
+    alpha: float, a: FloatArray, delta: FloatArray, s: FloatArray, jac: bool
+) -> dict[str, FloatArray]:
+    """rho: G(k, 0); m1: G(k-1, 1); m2c: G(k-1, 2) - v G(k-1, 0). Flat inputs."""
+    r = s / a
+    ep = (a - delta) / a
+    em = (a + delta) / a
+    k = _closed_k(alpha)
+    m = 1 / (alpha - 1) - 1  # escort exponent k - 1
+    second = float(gen.escort_u2(alpha))
+    out = {key: np.empty_like(r) for key in ("rho", "m1", "m2c")}
+    if k is not None:
+        closed = (r * _MIN_SUPPORT_RATIO <= 1) & (np.minimum(ep, em) >= -_MAX_OUTSIDE * r)
+    else:
+        closed = np.zeros(r.shape, dtype=bool)
+    if closed.any():
+        # Double-where: the closed form only ever sees its own elements.
+        e1, e2, rr = ep[closed], em[closed], r[closed]
+        out["rho"][closed] = _CLOSED_KERNELS[k][0](e1, e2, rr)
+        if jac:
+            g0, g1, g2 = (kernel(e1, e2, rr) for kernel in _CLOSED_KERNELS[k - 1])
+            # G(m, 1) is odd under ep <-> em: antisymmetrize, so that a centred
+            # RBF gives exactly 0 rather than the rounding of two equal halves.
+            g1 = (g1 - _CLOSED_KERNELS[k - 1][1](e2, e1, rr)) / 2
+            out["m1"][closed] = g1
+            out["m2c"][closed] = g2 - second * g0
+    rest = np.flatnonzero(~closed)
+    for start in range(0, rest.size, _CHUNK):
+        idx = rest[start : start + _CHUNK]
+        part = _window_quadrature(ep[idx], em[idx], r[idx], m, second)
+        for key in out:
+            out[key][idx] = part[key]
+    return out
+
+
+def _rho_jacobian_1d(
+    alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF, jac: bool
+) -> RhoJac:
+    loc, scale, dtype = _inputs_1d(loc, scale, basis)
+    mu_j, s_j = basis.mu.astype(dtype, copy=False), basis.sigma.astype(dtype, copy=False)
+    delta = mu_j - loc[..., None]
+    s = np.broadcast_to(s_j, delta.shape)
+    if alpha == 1:
+        sc = np.broadcast_to(scale[..., None], delta.shape)
+        r = gen.gaussian_rho(delta, sc, s)
+        if not jac:
+            return r, None
+        first = gen.gaussian_first(delta, sc, s)
+        second = gen.gaussian_second(delta, sc, s) + 2 * loc[..., None] * first
+        return r, np.stack([first, second], axis=-2)
+    a = np.broadcast_to(beta_gaussian.half_width_1d(alpha, scale)[..., None], delta.shape)
+    a = a.astype(dtype, copy=False)
+    shape = delta.shape
+    g = _window_moments_1d(alpha, a.ravel(), delta.ravel(), s.ravel(), jac)
+    g = {key: v.reshape(shape) for key, v in g.items()}
+    rho_ = gen.rho_constant(alpha) * g["rho"] / a
+    rho_ = rho_.astype(dtype, copy=False)
+    if not jac:
+        return rho_, None
+    cov = gen.cov_constant(alpha)
+    first = a ** (alpha - 1) * cov * g["m1"]
+    second = a**alpha * cov * g["m2c"]
+    second = second + 2 * loc[..., None] * first
+    return rho_, np.stack([first, second], axis=-2).astype(dtype, copy=False)
+
+
+# ---------------------------------------------------------------- D dims
+
+
+def _inputs_nd(
+    loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF
+) -> tuple[FloatArray, FloatArray, FloatArray, np.dtype]:
+    d = basis.dim
+    loc_a, scale_a = _floating("loc", loc), _floating("scale", scale)
+    if loc_a.shape[-1:] != (d,):
+        raise ValueError(
+            f"loc must have shape (..., {d}) to match the basis (D = {d}), got {loc_a.shape}"
+        )
+    if scale_a.shape[-2:] != (d, d):
+        raise ValueError(f"scale (Sigma) must have shape (..., {d}, {d}), got {scale_a.shape}")
+    if not np.allclose(scale_a, np.swapaxes(scale_a, -1, -2), rtol=1e-6, atol=0):
+        raise ValueError("scale (Sigma) must be symmetric")
+    try:
+        chol = np.linalg.cholesky(scale_a)
+    except np.linalg.LinAlgError:
+        raise ValueError("scale (Sigma) must be positive definite") from None
+    batch = np.broadcast_shapes(loc_a.shape[:-1], scale_a.shape[:-2])
+    dtype = np.result_type(loc_a, scale_a, basis.mu, basis.sigma)
+    loc_a = np.broadcast_to(loc_a, (*batch, d)).astype(dtype, copy=False)
+    scale_a = np.broadcast_to(scale_a, (*batch, d, d)).astype(dtype, copy=False)
+    chol = np.broadcast_to(chol, (*batch, d, d)).astype(dtype, copy=False)
+    return loc_a, scale_a, chol, dtype
+
+
+def _outer_rows(first: FloatArray, loc: FloatArray, inner: FloatArray) -> FloatArray:
+    """J rows for vec(t t^T): mu J_t^T + J_t mu^T + inner, flattened (..., D*D, N).
+
+    ``first`` (..., N, D) is J_t, ``inner`` (..., N, D, D) the centred part.
+    """
+    mu = loc[..., None, :, None]
+    jt = first[..., :, None, :]
+    block = mu * jt + np.swapaxes(mu * jt, -1, -2) + inner
+    return np.moveaxis(block.reshape(*block.shape[:-2], -1), -2, -1)
+
+
+def _gaussian_nd(loc: FloatArray, scale: FloatArray, basis: GaussianRBF, jac: bool) -> RhoJac:
+    """alpha = 1 (Alg 1): r_j = N(mu; mu_j, Sigma + Sigma_j); J = cov_p(phi, psi_j)."""
+    d = basis.dim
+    total = scale[..., None, :, :] + basis.sigma.astype(scale.dtype, copy=False)  # (..., N, D, D)
+    low = np.linalg.cholesky(total)
+    delta = basis.mu - loc[..., None, :]  # mu_j - mu
+    z = np.linalg.solve(low, delta[..., None])[..., 0]
+    logdet = 2 * np.log(np.diagonal(low, axis1=-2, axis2=-1)).sum(-1)
+    r = np.exp(gaussian.logpdf_d2((z**2).sum(-1), d, logdet)).astype(scale.dtype, copy=False)
+    if not jac:
+        return r, None
+    # Centred forms (no mu mu^T - mu~ mu~^T cancellation): with S = Sigma + Sigma_j,
+    # mu~ - mu = Sigma S^-1 delta and Sigma~ - Sigma = -Sigma S^-1 Sigma.
+    sig = np.broadcast_to(scale[..., None, :, :], total.shape)
+    shift = sig @ np.linalg.solve(total, delta[..., None])  # (..., N, D, 1)
+    half = np.linalg.solve(low, sig)  # L^-1 Sigma
+    inner = shift @ np.swapaxes(shift, -1, -2) - np.swapaxes(half, -1, -2) @ half
+    first = r[..., None] * shift[..., 0]
+    rows_t = np.swapaxes(first, -1, -2)
+    rows_tt = _outer_rows(first, loc, r[..., None, None] * inner)
+    return r, np.concatenate([rows_t, rows_tt], axis=-2)
+
+
+def _radial_moments(c: FloatArray, omc: FloatArray, rt: FloatArray) -> dict[int, FloatArray]:
+    """int_0^1 u^j phi((u - c)/rt)/rt du, j = 1, 2, 3 (elementwise, flat).
+
+    The generated closed form where it is well conditioned; elsewhere the
+    Gauss-Legendre window of the 1D case, on [0, 1] mapped to [-1, 1].
+    """
+    closed = (rt * _MIN_SUPPORT_RATIO <= 1) & (np.minimum(c, omc) >= -_MAX_OUTSIDE * rt)
+    out = {j: np.empty_like(c) for j in (1, 2, 3)}
+    kernels = {1: gen.radial_j1, 2: gen.radial_j2, 3: gen.radial_j3}
+    for j in out:
+        out[j][closed] = kernels[j](c[closed], omc[closed], rt[closed])
+    rest = np.flatnonzero(~closed)
+    for start in range(0, rest.size, _CHUNK):
+        idx = rest[start : start + _CHUNK]
+        part = _window_quadrature(2 * omc[idx], 2 * c[idx], 2 * rt[idx], 0.0, 0.0, radial=True)
+        for j in out:
+            out[j][idx] = part[f"p{j}"]
+    return out
+
+
+def _sparsemax_2d(
+    loc: FloatArray, scale: FloatArray, chol: FloatArray, basis: GaussianRBF, jac: bool
+) -> RhoJac:
+    """alpha = 2, D = 2: t = mu + L (r cos th, r sin th) over the support r < R.
+
+    Per angle the radial integral is closed-form; in the angle the periodic
+    trapezoid (``ANGLE_NODES`` points, end point not repeated).
+    """
+    dtype = scale.dtype
+    logdet = 2 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+    big_r = truncated_paraboloid.radius(2, logdet)[..., None, None]  # (..., 1, 1)
+    angles, weights = PeriodicTrapezoid(0.0, 2 * np.pi).nodes_weights(ANGLE_NODES)
+    omega = np.stack([np.cos(angles), np.sin(angles)]).astype(dtype)  # (2, n)
+    l_omega = chol @ omega  # (..., 2, n)
+    basis_low = basis._chol.astype(dtype, copy=False)  # (N, 2, 2)
+    a_vec = np.linalg.solve(basis_low, l_omega[..., None, :, :])  # (..., N, 2, n)
+    delta = basis.mu - loc[..., None, :]  # (..., N, 2)
+    b_vec = np.linalg.solve(basis_low, delta[..., None])  # (..., N, 2, 1)
+    big_a = (a_vec**2).sum(-2)  # (..., N, n)
+    big_b = (a_vec * b_vec).sum(-2)
+    residual = b_vec - a_vec * (big_b / big_a)[..., None, :]
+    c_res = (residual**2).sum(-2)  # |b|^2 - B^2/A, as a norm
+    centre = big_b / (big_a * big_r)  # peak r / R
+    rt = 1 / (big_r * np.sqrt(big_a))
+    omc = (big_a * big_r - big_b) / (big_a * big_r)
+    shape = centre.shape
+    moments = _radial_moments(centre.ravel(), omc.ravel(), rt.ravel())
+    base = np.sqrt(2 * np.pi) * rt * np.exp(-c_res / 2)
+    radial = {j: base * big_r ** (j + 1) * moments[j].reshape(shape) for j in moments}
+    det_ratio = np.exp(logdet / 2)[..., None] / (
+        2 * np.pi * np.prod(np.diagonal(basis_low, axis1=-2, axis2=-1), -1)
+    )  # (..., N): |L| / (2 pi |L_j|)
+    w = weights.astype(dtype)
+    r = det_ratio * ((big_r**2 / 2 * radial[1] - radial[3] / 2) * w).sum(-1)
+    if not jac:
+        return r.astype(dtype, copy=False), None
+    first = det_ratio[..., None] * np.einsum("...dn,...jn->...jd", l_omega, radial[2] * w)
+    outer = np.einsum("...dn,...en->...den", l_omega, l_omega)  # L w w^T L^T per angle
+    inner = np.einsum("...den,...jn->...jde", outer, radial[3] * w)
+    inner = (
+        inner
+        - (big_r[..., None] ** 2 / 4)
+        * scale[..., None, :, :]
+        * (radial[1] * w).sum(-1)[..., None, None]
+    )
+    inner = det_ratio[..., None, None] * inner
+    rows_t = np.swapaxes(first, -1, -2)
+    rows_tt = _outer_rows(first, loc, inner)
+    return r.astype(dtype, copy=False), np.concatenate([rows_t, rows_tt], axis=-2).astype(dtype)
+
+
+# ---------------------------------------------------------------- public API
+
+
+def _evaluate(
+    alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF, jac: bool
+) -> RhoJac:
+    if not isinstance(basis, GaussianRBF):
+        raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    alpha = _alpha(alpha)
+    if basis.dim == 1:
+        return _rho_jacobian_1d(alpha, loc, scale, basis, jac)
+    loc_a, scale_a, chol, _ = _inputs_nd(loc, scale, basis)
+    if alpha == 1:
+        return _gaussian_nd(loc_a, scale_a, basis, jac)
+    if alpha == 2 and basis.dim == 2:
+        return _sparsemax_2d(loc_a, scale_a, chol, basis, jac)
+    raise ValueError(
+        f"alpha = {alpha} in D = {basis.dim}: supported are alpha >= 1 in 1D, alpha = 1 in any D,"
+        " and alpha = 2 in D = 2"
+    )
+
+
+def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> FloatArray:
+    """rho_j = E_p[psi_j] (seed 000 eq 15), shape (..., N).
+
+    1D: ``loc`` and ``scale`` (= sigma, the attention density has score
+    -(t - loc)^2 / (2 sigma^2)) broadcast to (...). D dims: ``loc`` (..., D),
+    ``scale`` = Sigma (..., D, D). float32 input is computed in float32.
+    """
+    return _evaluate(alpha, loc, scale, basis, jac=False)[0]
+
+
+def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> FloatArray:
+    """J = d rho / d theta = cov_{p,2-alpha}(phi, psi) (Prop 3), shape (..., M, N).
+
+    theta = [mu / sigma^2, -1 / (2 sigma^2)] in 1D (M = 2), and
+    [Sigma^-1 mu, vec(-Sigma^-1 / 2)] in D dims (M = D + D^2, rows of vec in
+    row-major order).
+    """
+    return _evaluate(alpha, loc, scale, basis, jac=True)[1]
+
+
+def ridge_value_function(
+    H: ArrayLike,  # noqa: N803 (the paper's name)
+    positions: ArrayLike,
+    basis: GaussianRBF,
+    penalty: float,
+) -> FloatArray:
+    """B = H G with G = F^T (F F^T + penalty I)^-1 (seed 000 eq 16), shape (..., D_v, N).
+
+    ``H`` (..., D_v, L) holds the observations at ``positions`` ((L,) in 1D,
+    (L, D) in D dims); F[j, l] = psi_j(t_l). G is cached on the basis per
+    (positions, penalty).
+    """
+    if not isinstance(basis, GaussianRBF):
+        raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    h = _floating("H", H)
+    pos = _floating("positions", positions)
+    expected = 1 if basis.dim == 1 else 2
+    if pos.ndim != expected or (basis.dim > 1 and pos.shape[-1] != basis.dim):
+        want = "(L,)" if basis.dim == 1 else f"(L, {basis.dim})"
+        raise ValueError(f"positions must have shape {want}, got {pos.shape}")
+    if h.ndim < 2 or h.shape[-1] != pos.shape[0]:
+        raise ValueError(
+            f"H must have shape (..., D_v, {pos.shape[0]}) to match positions, got {h.shape}"
+        )
+    lam = float(check.as_float("penalty", penalty))
+    if lam < 0:
+        raise ValueError(f"penalty must be >= 0, got {penalty!r}")
+    key = (pos.shape, pos.dtype.str, pos.tobytes(), lam)
+    g = basis._ridge_cache.get(key)
+    if g is None:
+        f = np.swapaxes(basis(pos), 0, 1).astype(np.float64)  # (N, L)
+        gram = f @ f.T + lam * np.eye(f.shape[0])
+        try:
+            low = np.linalg.cholesky(gram)
+        except np.linalg.LinAlgError:
+            raise ValueError("F F^T + penalty I is singular: use penalty > 0") from None
+        g = np.linalg.solve(low.T, np.linalg.solve(low, f)).T  # (L, N)
+        basis._ridge_cache[key] = g
+    dtype = np.result_type(h, basis.mu)
+    return (h @ g).astype(dtype, copy=False)
