@@ -45,7 +45,9 @@ def trapezoid(alpha: float, loc: np.ndarray, sigma: np.ndarray, basis: GaussianR
         p = np.maximum(1 - (x / a) ** 2, 0) ** k
         p = p / np.trapezoid(p, x, axis=-1)[:, None]
         t = (mu + x)[:, :, None]
-        psi = np.exp(-(((t - basis.mu) / basis.sigma) ** 2) / 2) / (basis.sigma * np.sqrt(2 * np.pi))
+        psi = np.exp(-(((t - basis.mu) / basis.sigma) ** 2) / 2) / (
+            basis.sigma * np.sqrt(2 * np.pi)
+        )
         out[start : start + 64] = np.trapezoid(p[:, :, None] * psi, x[:, :, None], axis=1)
     return out
 
@@ -56,7 +58,9 @@ def main() -> None:
     sigma = np.sqrt(10 ** rng.uniform(-4, -1, BATCH))
     basis = GaussianRBF(np.linspace(0, 1, N_BASIS), np.full(N_BASIS, 0.1))
     print(f"batch {BATCH} x {N_BASIS} RBFs (sigma_j = 0.1), sigma^2 log-uniform in [1e-4, 1e-1]")
-    print(f"{'alpha':>6} {'rho+J (s)':>10} {'trapezoid rho (s)':>18} {'ratio':>6} {'trap. error':>12}")
+    print(
+        f"{'alpha':>6} {'rho+J (s)':>10} {'trapezoid rho (s)':>18} {'ratio':>6} {'trap. error':>12}"
+    )
     for alpha in (2.0, 1.5, 1.25, 1.7, 3.0):
         ours = best_of(lambda a=alpha: (rho(a, loc, sigma, basis), jacobian(a, loc, sigma, basis)))
         trap = best_of(lambda a=alpha: trapezoid(a, loc, sigma, basis))
