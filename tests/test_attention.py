@@ -7,10 +7,10 @@ import itertools
 import mpmath as mp
 import numpy as np
 import pytest
+from attention_oracle import half_width, rho_jacobian, robust_quad, row
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.attention_oracle import half_width, rho_jacobian, robust_quad, row
 from tsallis import groundtruth
 from tsallis.attention import GaussianRBF, jacobian, rho, ridge_value_function
 
@@ -373,3 +373,21 @@ def test_bad_input(call, match: str) -> None:
 def test_bad_basis_type() -> None:
     with pytest.raises(TypeError, match="basis"):
         rho(1.5, 0.0, 1.0, basis=([0.0], [1.0]))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("width", [0.03, 0.01, 0.003])
+def test_sparsemax_2d_narrow_rbf_off_centre(width: float) -> None:
+    """A narrow RBF off the centre spans a small angle: the angle count adapts.
+
+    Oracle: for an RBF well inside the support, int p psi = (R^2 - E_psi[d^2]) / 2 with
+    E_psi[d^2] = delta^T Sigma^-1 delta + tr(Sigma^-1 Sigma_j) (Gaussian moments;
+    R^4 = 4 / (pi sqrt(det Sigma)) from int p = 1).
+    """
+    cov = np.array([[0.5, 0.1], [0.1, 0.4]])
+    centre = np.array([0.5, -0.2])
+    basis = GaussianRBF(centre[None], (width**2 * np.eye(2))[None])
+    value = rho(2, [0.0, 0.0], cov, basis)[0]
+    prec = np.linalg.inv(cov)
+    radius2 = np.sqrt(4 / (np.pi * np.sqrt(np.linalg.det(cov))))
+    expected = (radius2 - centre @ prec @ centre - width**2 * np.trace(prec)) / 2
+    assert abs(value - expected) <= 1e-12 * expected
