@@ -10,11 +10,11 @@ integral is a window moment G(m, j) (derivations/attention.py). Per element:
 - alpha = 1: the generated Gaussian-product closed forms (Alg 1);
 - alpha in {2, 3/2, 4/3, 5/4} and a well-conditioned element: the generated
   erf/exp closed form of G;
-- otherwise (support much narrower than the RBF, where the closed form loses
-  O(a/s)^2 digits to cancellation; an RBF centre far outside the support; any
-  other alpha): Gauss-Jacobi on the part of the support where the RBF is not
-  negligible, with the escort weight (1 - u^2)^(k-1) carried by the rule
-  at each support edge inside that window.
+- otherwise (support narrower than about 5 RBF widths, where the closed form
+  cancels like (s/a)^2; an RBF centre far outside the support; any other
+  alpha): Gauss-Jacobi on the window where the integrand is within e^-80 of
+  its peak, with the escort weight (1 - u^2)^(k-1) carried by the rule at
+  each support edge inside that window.
 
 D dims: alpha = 1 (Alg 1), and alpha = 2 for D = 2 (polar coordinates: the
 generated radial closed form, and the periodic trapezoid in the angle).
@@ -43,12 +43,13 @@ RhoJac = tuple[FloatArray, FloatArray | None]  # rho, and J when asked
 # alpha with a generated closed form in 1D, keyed to k = 1/(alpha - 1).
 CLOSED_FORM_K = {2.0: 1, 1.5: 2, 4 / 3: 3, 1.25: 4}
 # The closed form of G is used when r = s/a <= 1/_MIN_SUPPORT_RATIO and the
-# RBF centre lies at most _MAX_OUTSIDE RBF widths outside the support. The
-# cut-offs were measured: beyond them float32 loses more than 1e-7 (row-relative).
+# RBF centre lies at most _MAX_OUTSIDE RBF widths outside the support. Measured
+# in float32 at r = 1/5: within 3e-7 (rho) and 1.9e-6 (the J combination); at
+# r = 1/2 the k = 4 form loses 2.6e-4.
 _MIN_SUPPORT_RATIO = 5.0
 _MAX_OUTSIDE = 1.0
-# Gauss-Jacobi window: the RBF exponent is cut where it drops by _WINDOW_EXP
-# below its largest value on the support; _WINDOW_NODES nodes per element.
+# Gauss-Jacobi window: where log[(1 - u^2)^m phi] is within _WINDOW_EXP of its
+# peak on the support; _WINDOW_NODES nodes per element.
 _WINDOW_EXP = 80.0
 _WINDOW_NODES = 64
 # An edge closer to the window than _EDGE_PULL times its length joins it (and the
