@@ -12,26 +12,13 @@ tsallis.attention is faster. Not a test: numbers vary by machine.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import numpy as np
+from bench_closed_forms import best_of  # benchmarks/ is on the path when run as a script
 
 from tsallis._generated import beta_gaussian
 from tsallis.attention import GaussianRBF, jacobian, rho
 
 BATCH, N_BASIS, GRID = 1024, 64, 1000
-
-
-def best_of(function: Callable[[], object], repeat: int = 3) -> float:
-    """Best wall time of ``repeat`` runs (after one warm-up), in seconds."""
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def trapezoid(alpha: float, loc: np.ndarray, sigma: np.ndarray, basis: GaussianRBF) -> np.ndarray:
@@ -62,8 +49,10 @@ def main() -> None:
         f"{'alpha':>6} {'rho+J (s)':>10} {'trapezoid rho (s)':>18} {'ratio':>6} {'trap. error':>12}"
     )
     for alpha in (2.0, 1.5, 1.25, 1.7, 3.0):
-        ours = best_of(lambda a=alpha: (rho(a, loc, sigma, basis), jacobian(a, loc, sigma, basis)))
-        trap = best_of(lambda a=alpha: trapezoid(a, loc, sigma, basis))
+        ours = best_of(
+            lambda a=alpha: (rho(a, loc, sigma, basis), jacobian(a, loc, sigma, basis)), 3
+        )
+        trap = best_of(lambda a=alpha: trapezoid(a, loc, sigma, basis), 3)
         r = rho(alpha, loc, sigma, basis)
         err = (np.abs(trapezoid(alpha, loc, sigma, basis) - r).max(-1) / np.abs(r).max(-1)).max()
         print(f"{alpha:6.3g} {ours:10.3f} {trap:18.3f} {trap / ours:6.1f} {err:12.1e}")

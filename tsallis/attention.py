@@ -82,6 +82,7 @@ class GaussianRBF:
     mu: FloatArray
     sigma: FloatArray
     _chol: FloatArray | None = field(default=None, repr=False)
+    _logdet: FloatArray | None = field(default=None, repr=False)
     _ridge_cache: dict = field(default_factory=dict, repr=False)
 
     def __init__(self, mu: ArrayLike, sigma: ArrayLike) -> None:
@@ -115,6 +116,9 @@ class GaussianRBF:
         object.__setattr__(self, "mu", mu_a)
         object.__setattr__(self, "sigma", sigma_a)
         object.__setattr__(self, "_chol", chol)
+        if chol is not None:
+            logdet = 2 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
+            object.__setattr__(self, "_logdet", logdet)
         object.__setattr__(self, "_ridge_cache", {})
 
     @property
@@ -136,8 +140,7 @@ class GaussianRBF:
             raise ValueError(f"t must have shape (..., {self.dim}), got {t.shape}")
         diff = t[..., None, :] - self.mu
         z = np.linalg.solve(self._chol, diff[..., None])[..., 0]
-        logdet = 2 * np.log(np.diagonal(self._chol, axis1=-2, axis2=-1)).sum(-1)
-        return np.exp(-0.5 * (z**2).sum(-1) - 0.5 * logdet - 0.5 * self.dim * math.log(2 * math.pi))
+        return np.exp(gaussian.logpdf_d2((z**2).sum(-1), self.dim, self._logdet))
 
 
 def _alpha(alpha: float) -> float:
@@ -331,11 +334,10 @@ def _window_quadrature(
         if not sel.any():
             continue
         h, rr = half[sel, None], r[sel, None]
-        y = mid[sel, None] + h * xi
         if config == (True, True):  # the whole support: u = xi exactly
             plus, minus, u, h = one_plus, one_minus, xi, 1 / rr
-            y = mid[sel, None] + xi / rr
-        else:
+        y = mid[sel, None] + h * xi
+        if config != (True, True):
             plus = gap_lo[sel, None] + rr * h * one_plus  # 1 + u, from the near end
             minus = gap_hi[sel, None] + rr * h * one_minus  # 1 - u
             u = (plus - minus) / 2  # c + r y would cancel when |c| >> 1
@@ -555,9 +557,8 @@ def _sparsemax_2d(
     moments = _radial_moments(centre.ravel(), omc.ravel(), rt.ravel())
     base = np.sqrt(2 * np.pi) * rt * np.exp(-c_res / 2)
     radial = {j: base * big_r ** (j + 1) * moments[j].reshape(shape) for j in moments}
-    det_ratio = np.exp(logdet / 2)[..., None] / (
-        2 * np.pi * np.prod(np.diagonal(basis_low, axis1=-2, axis2=-1), -1)
-    )  # (..., N): |L| / (2 pi |L_j|)
+    # dt = |L| r dr dtheta, times the RBF normalizer N(0; 0, Sigma_j) = 1 / (2 pi |L_j|)
+    det_ratio = np.exp(logdet / 2)[..., None] * np.exp(gaussian.logpdf_d2(0.0, 2, basis._logdet))
     w = weights.astype(dtype)
     r = det_ratio * ((big_r**2 / 2 * radial[1] - radial[3] / 2) * w).sum(-1)
     if not jac:
