@@ -12,6 +12,7 @@ from derivations.attention import derive_attention
 from derivations.beta_gaussian import derive_beta_gaussian
 from derivations.codegen import render_module
 from derivations.deformed import derive_deformed
+from derivations.discrete import derive_discrete
 from derivations.formulas import render_formula_sheet
 from derivations.location_scale import BUILTIN_G, derive_location_scale
 from derivations.result import FamilyDerivation, KernelSet
@@ -65,6 +66,7 @@ TARGETS: tuple[Target, ...] = (
         derive_beta_gaussian,
     ),
     Target("attention", "derivations/attention.py", "derive_attention", derive_attention),
+    Target("discrete", "derivations/discrete.py", "derive_discrete", derive_discrete),
 )
 
 OUTPUT_DIRS = {"numpy": Path("tsallis/_generated"), "torch": Path("torch_bridge/_generated")}

@@ -4,9 +4,25 @@
 kernels (one module per family, the same names as the NumPy side). They
 broadcast, work in float32 and float64 on any device, and are differentiable
 with finite gradients on the valid domain (double-where guards).
-The autograd Functions and modules of later issues build on them.
+
+Ops: ``ev_softmax``, ``log_ev_softmax``, ``ev_softmax_nll_loss`` and the
+modules ``EvSoftmax`` / ``LogEvSoftmax`` (seed 002; see torch_bridge.discrete).
 """
 
 from torch_bridge import _generated as closed_forms
+from torch_bridge.discrete import (
+    EvSoftmax,
+    LogEvSoftmax,
+    ev_softmax,
+    ev_softmax_nll_loss,
+    log_ev_softmax,
+)
 
-__all__ = ["closed_forms"]
+__all__ = [
+    "EvSoftmax",
+    "LogEvSoftmax",
+    "closed_forms",
+    "ev_softmax",
+    "ev_softmax_nll_loss",
+    "log_ev_softmax",
+]

@@ -10,5 +10,6 @@ from . import location_scale_cubic
 from . import location_scale_quadratic
 from . import beta_gaussian
 from . import attention
+from . import discrete
 
-__all__ = ["deformed", "gaussian", "laplace", "truncated_parabola", "truncated_paraboloid", "triangular", "location_scale_cubic", "location_scale_quadratic", "beta_gaussian", "attention"]
+__all__ = ["deformed", "gaussian", "laplace", "truncated_parabola", "truncated_paraboloid", "triangular", "location_scale_cubic", "location_scale_quadratic", "beta_gaussian", "attention", "discrete"]

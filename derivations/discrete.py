@@ -1,0 +1,338 @@
+"""Finite-domain sparse maps: sparsemax, alpha-entmax and ev-softmax.
+
+Sources: seed 000 eqs 3, 14, 17-18 (the finite Omega_alpha-RPM) and seed 002
+eqs 4-12 (evidential softmax and post-hoc evidential sparsification).
+
+The generated kernels are the elementwise closed forms; the reductions
+(sorting, prefix sums, row means) are done by the callers. The ``check_*``
+functions are the symbolic identities of seed 002 and the finite case of
+seed 000 Prop 3, verified exactly on every support pattern; ``tsallis derive``
+runs them and so do the tests.
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import sympy as sp
+
+from derivations import symbols as S
+from derivations.primitives import expm1, log1p
+from derivations.result import Kernel, KernelSet
+
+SOURCE = "derivations/discrete.py"
+
+z = sp.Symbol("z", real=True)  # score, already shifted by the row maximum
+tau = sp.Symbol("tau", real=True)  # threshold
+mean = sp.Symbol("mean", real=True)  # mean of the k largest scores
+var = sp.Symbol("var", nonnegative=True)  # their (population) variance
+size = sp.Symbol("size", positive=True)  # support size k
+eps = sp.Symbol("eps", positive=True)  # eq 10 floor
+w_plus = sp.Symbol("w_plus", nonnegative=True)  # max(0, w_k)
+w_minus = sp.Symbol("w_minus", nonnegative=True)  # max(0, -w_k)
+others = sp.Symbol("others", nonnegative=True)  # prod_{l != k} (1 - exp(-w_l^-))
+
+
+def _support_sum_equation(power: int) -> sp.Eq:
+    """sum_{i in S} (z_i - tau)^power = 1 written with the support's mean and variance.
+
+    Sum z_i = size mean and sum z_i^2 = size (var + mean^2) are the only
+    statistics the sorted prefix sums give.
+    """
+    if power == 1:
+        total = size * mean - size * tau
+    else:
+        total = size * (var + mean**2) - 2 * tau * size * mean + size * tau**2
+    return sp.Eq(total, 1)
+
+
+def sparsemax_threshold() -> sp.Expr:
+    """tau for alpha = 2 (p_i = [z_i - tau]_+) on a support of ``size`` entries."""
+    (root,) = sp.solve(_support_sum_equation(1), tau)
+    return sp.expand(root)
+
+
+def entmax15_threshold() -> sp.Expr:
+    """tau for alpha = 3/2 (p_i = [z_i - tau]_+^2 with z = v/2) on a support of ``size``.
+
+    The quadratic has two roots; the one below the mean is the threshold
+    (the other would give the smaller support entries a negative base).
+    """
+    roots = sp.solve(_support_sum_equation(2), tau)
+    below = [root for root in roots if sp.simplify(root - mean).could_extract_minus_sign()]
+    (root,) = below
+    radicand = sp.simplify(((root - mean) ** 2).expand())
+    assert sp.simplify(radicand - (1 / size - var)) == 0, radicand
+    # Outside a valid support the radicand may be negative: clamp (the caller
+    # rejects that size anyway), so no NaN is produced.
+    return mean - sp.sqrt(sp.Max(radicand, 0))
+
+
+def entmax_probability() -> sp.Expr:
+    """p = [(alpha - 1) z - tau]_+^(1/(alpha-1)), the finite alpha-entmax (seed 000 eq 7)."""
+    base = (S.alpha - 1) * z - tau
+    return sp.Piecewise((base ** (1 / (S.alpha - 1)), base > 0), (0, True))
+
+
+def entmax_gppr_weight() -> sp.Expr:
+    """s = dp/dz written in p: s = p^(2 - alpha) on the support, 0 off it.
+
+    Derived by differentiating ``entmax_probability`` inside the support and
+    eliminating the base with base = p^(alpha - 1).
+    """
+    base = sp.Symbol("base", positive=True)
+    alpha = sp.Symbol("alpha", positive=True)
+    k = 1 / (alpha - 1)
+    slope = sp.diff(((alpha - 1) * z - tau) ** k, z).subs((alpha - 1) * z - tau, base)
+    p = sp.Symbol("p", positive=True)
+    weight = sp.powsimp(sp.expand_power_base(slope.subs(base, p ** (alpha - 1)), force=True))
+    weight = sp.simplify(sp.powsimp(weight, force=True))
+    assert sp.simplify(weight - p ** (2 - alpha)) == 0, weight
+    return sp.Piecewise((S.p ** (2 - S.alpha), S.p > 0), (0, True))
+
+
+def ev_softmax_offsupport_shift() -> sp.Expr:
+    """Eq 10 in log form: log p_i = v_i + log(1{i in S} + eps) - log Z.
+
+    By translation invariance the support's log(1 + eps) can be removed, so an
+    entry off the support is shifted by log(eps) - log(1 + eps) (-> -oo as
+    eps -> 0, which is eq 7).
+    """
+    inside = sp.log(1 + eps)
+    outside = sp.log(0 + eps)
+    shift = sp.expand_log(outside - inside, force=True)
+    return shift.replace(lambda e: e == sp.log(1 + eps), lambda e: log1p(eps))
+
+
+def evidential_mass() -> sp.Expr:
+    """Eq 6: m_k = exp(-w_k^-) (exp(w_k^+) - 1 + prod_{l != k}(1 - exp(-w_l^-))).
+
+    exp(w^+) - 1 is kept as expm1 so a small positive weight keeps its digits.
+    """
+    definition = sp.exp(-w_minus) * (sp.exp(w_plus) - 1 + others)
+    stable = sp.exp(-w_minus) * (expm1(w_plus) + others)
+    assert sp.simplify(stable.rewrite(sp.exp) - definition) == 0
+    return stable
+
+
+# --- symbolic checks (seed 002 eqs 9, 12, Lemma 3.2; seed 000 Prop 3 -> eq 14) ---
+
+
+def _scores(count: int) -> list[sp.Symbol]:
+    return list(sp.symbols(f"v1:{count + 1}", real=True))
+
+
+def support_patterns(count: int) -> list[tuple[int, ...]]:
+    """Supports {k: v_k >= mean(v)} of open regions: every nonempty proper subset.
+
+    (The full set is the support only on the constant rows, a null set.)
+    """
+    return [s for size_ in range(1, count) for s in combinations(range(count), size_)]
+
+
+def _restricted_softmax(v: list[sp.Symbol], support: tuple[int, ...]) -> sp.Matrix:
+    total = sum(sp.exp(v[j]) for j in support)
+    return sp.Matrix([sp.exp(v[i]) / total if i in support else 0 for i in range(len(v))])
+
+
+def check_ev_softmax_jacobian(count: int) -> int:
+    """Eq 9 on every support pattern: J = Diag(p) - p p^T. Returns patterns checked.
+
+    Inside an open region the indicator 1{v_k >= mean} is constant, so the
+    Jacobian is that of the softmax restricted to the support.
+    """
+    v = _scores(count)
+    for support in support_patterns(count):
+        p = _restricted_softmax(v, support)
+        jacobian = p.jacobian(v)
+        expected = sp.diag(*p) - p * p.T
+        if not (jacobian - expected).applyfunc(sp.simplify).is_zero_matrix:
+            raise AssertionError(f"eq 9 fails on support {support}")
+    return len(support_patterns(count))
+
+
+def check_nll_gradient_limit(count: int) -> int:
+    """Eq 12: lim_{eps -> 0} grad log ev_softmax_train,eps(v)_i = delta_i - ev_softmax(v).
+
+    Checked for every target i, inside and outside the support, on every
+    support pattern. Returns the number of (pattern, target) pairs.
+    """
+    v = _scores(count)
+    checked = 0
+    for support in support_patterns(count):
+        floor = [(1 if j in support else 0) + eps for j in range(count)]
+        total = sum(floor[j] * sp.exp(v[j]) for j in range(count))
+        p = _restricted_softmax(v, support)
+        for i in range(count):
+            log_p = sp.log(floor[i]) + v[i] - sp.log(total)
+            for k in range(count):
+                limit = sp.limit(sp.diff(log_p, v[k]), eps, 0)
+                expected = (1 if i == k else 0) - p[k]
+                if sp.simplify(limit - expected) != 0:
+                    raise AssertionError(f"eq 12 fails: support {support}, i={i}, k={k}")
+            checked += 1
+    return checked
+
+
+def check_lemma_3_2(count: int, features: int) -> None:
+    """Lemma 3.2: with v = beta^T [1; phi], v_k - mean(v) equals w_k of eq 4."""
+    beta = sp.Matrix(features + 1, count, lambda j, k: sp.Symbol(f"b{j}_{k}", real=True))
+    phi = [sp.Integer(1), *sp.symbols(f"phi1:{features + 1}", real=True)]
+    v = [sum(phi[j] * beta[j, k] for j in range(features + 1)) for k in range(count)]
+    v_bar = sum(v) / count
+    for k in range(count):
+        w_k = beta[0, k] - sum(beta[0, :]) / count
+        w_k += sum(phi[j] * (beta[j, k] - sum(beta[j, :]) / count) for j in range(1, features + 1))
+        if sp.expand(v[k] - v_bar - w_k) != 0:
+            raise AssertionError(f"Lemma 3.2 fails at k={k}")
+
+
+def beta_covariance(p: sp.Matrix, escort_power: sp.Expr, support: tuple[int, ...]) -> sp.Matrix:
+    """Eq 17 on a finite domain with phi(k) = psi(k) = e_k and counting measure.
+
+    cov = ||p||_b^b (E_esc[e e^T] - E_esc[e] E_esc[e]^T), the escort p^b / sum p^b
+    living on the support (0^0 counts as 0 off it).
+    """
+    count = p.shape[0]
+    powered = [p[i] ** escort_power if i in support else 0 for i in range(count)]
+    atoms = sp.symbols(f"_pow0:{count}", positive=True)  # keep p^b atomic in the algebra
+    stand_in = sp.Matrix([atoms[i] if i in support else 0 for i in range(count)])
+    norm = sum(stand_in)
+    escort = stand_in / norm
+    cov = (norm * (sp.diag(*escort) - escort * escort.T)).applyfunc(sp.cancel)
+    return cov.subs({atoms[i]: powered[i] for i in support})
+
+
+def check_finite_prop3(count: int) -> int:
+    """Seed 000: Prop 3 on a finite domain reduces to eq 14, and is the true Jacobian.
+
+    - alpha = 1: cov_{p,1} = Diag(p) - p p^T = Jacobian of softmax.
+    - alpha = 2: cov_{p,0} = Diag(s) - s s^T / 1^T s = Jacobian of sparsemax
+      on each support pattern.
+    - any alpha: cov_{p,2-alpha} = Jacobian of alpha-entmax by implicit
+      differentiation of sum_S [(alpha-1) v_i - tau]^(1/(alpha-1)) = 1 (gppr form).
+
+    Returns the number of support patterns checked per alpha case.
+    """
+    v = _scores(count)
+    full = tuple(range(count))
+    softmax = _restricted_softmax(v, full)
+    cov1 = beta_covariance(softmax, 1, full)
+    if not (softmax.jacobian(v) - cov1).applyfunc(sp.simplify).is_zero_matrix:
+        raise AssertionError("alpha = 1: Jacobian != cov_{p,1}")
+    if not (cov1 - (sp.diag(*softmax) - softmax * softmax.T)).applyfunc(sp.simplify).is_zero_matrix:
+        raise AssertionError("alpha = 1: cov_{p,1} != eq 14")
+
+    patterns = [s for size_ in range(1, count + 1) for s in combinations(full, size_)]
+    for support in patterns:
+        threshold = (sum(v[i] for i in support) - 1) / len(support)
+        sparse = sp.Matrix([v[i] - threshold if i in support else 0 for i in range(count)])
+        indicator = sp.Matrix([1 if i in support else 0 for i in range(count)])
+        eq14 = sp.diag(*indicator) - indicator * indicator.T / len(support)
+        cov0 = beta_covariance(sparse, 0, support)
+        if not (sparse.jacobian(v) - eq14).applyfunc(sp.simplify).is_zero_matrix:
+            raise AssertionError(f"alpha = 2: Jacobian != eq 14 on {support}")
+        if not (cov0 - eq14).applyfunc(sp.simplify).is_zero_matrix:
+            raise AssertionError(f"alpha = 2: cov_{{p,0}} != eq 14 on {support}")
+
+    # alpha-entmax: p_i = h(u_i) with u_i = (alpha - 1) v_i - tau(v) and h(u) = u^k.
+    # Implicit differentiation of sum_S h(u_i) = 1 with h kept abstract gives J
+    # rationally in h'(u_i); the single scalar fact (alpha - 1) h'(u) = h(u)^(2-alpha)
+    # is checked separately (entmax_gppr_weight), so J = cov_{p,2-alpha} follows.
+    alpha = sp.Symbol("alpha", positive=True)
+    t = sp.Symbol("t", real=True)
+    h = sp.Function("h")
+    slopes = sp.symbols(f"hp1:{count + 1}", positive=True)
+    powered = sp.symbols(f"q1:{count + 1}", positive=True)  # p_i^(2-alpha)
+    for support in patterns:
+        bases = [(alpha - 1) * v[i] - t for i in range(count)]
+        constraint = sum(h(bases[i]) for i in support) - 1
+        dtau = [-sp.diff(constraint, v[j]) / sp.diff(constraint, t) for j in range(count)]
+        jac = sp.Matrix(
+            [
+                [
+                    sp.diff(h(bases[i]), v[j]) + sp.diff(h(bases[i]), t) * dtau[j]
+                    if i in support
+                    else 0
+                    for j in range(count)
+                ]
+                for i in range(count)
+            ]
+        )
+        derivative = {sp.diff(h(bases[i]), v[i]) / (alpha - 1): slopes[i] for i in range(count)}
+        jac = jac.subs(derivative)
+        slope_form = sp.Matrix(
+            [(alpha - 1) * slopes[i] if i in support else 0 for i in range(count)]
+        )
+        gppr = sp.diag(*slope_form) - slope_form * slope_form.T / sum(slope_form)
+        if not (jac - gppr).applyfunc(sp.simplify).is_zero_matrix:
+            raise AssertionError(f"alpha-entmax: Jacobian != gppr form on {support}")
+        p = sp.Matrix([sp.Symbol(f"P{i}", positive=True) for i in range(count)])
+        cov = beta_covariance(p, 2 - alpha, support).subs(
+            {p[i] ** (2 - alpha): powered[i] for i in range(count)}
+        )
+        weights = sp.Matrix([powered[i] if i in support else 0 for i in range(count)])
+        expected = sp.diag(*weights) - weights * weights.T / sum(weights)
+        if not (cov - expected).applyfunc(sp.simplify).is_zero_matrix:
+            raise AssertionError(f"cov_{{p,2-alpha}} != gppr form on {support}")
+    return len(patterns)
+
+
+def run_symbolic_checks() -> dict[str, int]:
+    """All of seed 002's identities and the finite Prop 3, for K = 3 and 4."""
+    counts: dict[str, int] = {}
+    for count in (3, 4):
+        counts[f"eq9_K{count}"] = check_ev_softmax_jacobian(count)
+        counts[f"eq12_K{count}"] = check_nll_gradient_limit(count)
+        check_lemma_3_2(count, features=count - 1)
+        counts[f"prop3_K{count}"] = check_finite_prop3(count)
+    return counts
+
+
+def derive_discrete() -> KernelSet:
+    """Elementwise closed forms of the finite maps, after the symbolic checks pass."""
+    run_symbolic_checks()
+    kernels = (
+        Kernel(
+            "sparsemax_threshold",
+            (mean, size),
+            sparsemax_threshold(),
+            "tau solving sum_S (z_i - tau) = 1 for a support of `size` entries with mean `mean`.",
+        ),
+        Kernel(
+            "entmax15_threshold",
+            (mean, var, size),
+            entmax15_threshold(),
+            "tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); mean, var of the support.",
+        ),
+        Kernel(
+            "entmax_probability",
+            (z, tau, S.alpha),
+            entmax_probability(),
+            "[(alpha - 1) z - tau]_+^(1/(alpha - 1)).",
+        ),
+        Kernel(
+            "entmax_gppr_weight",
+            (S.p, S.alpha),
+            entmax_gppr_weight(),
+            "dp/dz = p^(2 - alpha) on the support, 0 off it (J = Diag(s) - s s^T / sum s).",
+        ),
+        Kernel(
+            "ev_softmax_offsupport_shift",
+            (eps,),
+            ev_softmax_offsupport_shift(),
+            "log(eps) - log(1 + eps): eq 10 as a shift of the logits off the support.",
+        ),
+        Kernel(
+            "evidential_mass",
+            (w_plus, w_minus, others),
+            evidential_mass(),
+            "Eq 6: exp(-w^-) (exp(w^+) - 1 + prod_{l != k} (1 - exp(-w_l^-))).",
+        ),
+    )
+    return KernelSet(
+        name="discrete",
+        title="Finite sparse maps: sparsemax, entmax, ev-softmax",
+        source="seed 000 eqs 3, 14, 17-18; seed 002 eqs 4-12",
+        kernels=kernels,
+    )

@@ -1,0 +1,347 @@
+"""Finite sparse maps: softmax, sparsemax, alpha-entmax and evidential softmax.
+
+Seed 000 eqs 3 and 14 (the finite Omega_alpha-RPM and its Jacobians) and
+seed 002 (ev-softmax eq 7, its training variant eq 10, Jacobian eq 9, and the
+post-hoc evidential sparsification eqs 4-6 that it generalizes).
+
+Every map acts along ``axis``; the closed forms (thresholds, entmax
+probabilities, gppr weights, the eq 10 shift, the eq 6 mass) are generated
+from ``derivations/discrete.py``. float32 input is computed in float32,
+float16 in float32 and cast back; other real input in float64.
+
+ev-softmax conventions (shared with ``torch_bridge``):
+- the support is {k : v_k >= min(mean(v), max(v))}: the clamp keeps the
+  largest entry in the support when the rounded mean of a constant row
+  exceeds every entry by an ulp (SPEC section 4);
+- ``mask`` marks the valid entries; masked entries and -inf entries take no
+  part in the mean and get probability 0 (log-probability -inf);
+- a row without any valid entry returns all 0 (log: all -inf).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from tsallis._generated import discrete as _gen
+
+FloatArray = NDArray[np.floating]
+
+BISECTION_STEPS = 64  # the bracket has width <= 1; 64 halvings reach float64 resolution
+
+
+def _scores(v: ArrayLike, axis: int, name: str = "v") -> tuple[FloatArray, np.dtype]:
+    """``v`` as a floating array with ``axis`` moved last; returns it and the output dtype."""
+    array = np.asarray(v)
+    if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
+        raise TypeError(f"{name} must be a real array, got dtype {array.dtype}")
+    out_dtype = array.dtype if np.issubdtype(array.dtype, np.floating) else np.dtype(np.float64)
+    work = np.float32 if out_dtype in (np.float16, np.float32) else np.float64
+    array = array.astype(work)
+    if array.ndim == 0:
+        raise ValueError(f"{name} must have at least one axis, got a scalar")
+    if not isinstance(axis, (int, np.integer)) or not -array.ndim <= axis < array.ndim:
+        raise ValueError(f"axis must be an int in [-{array.ndim}, {array.ndim}), got {axis!r}")
+    if array.shape[axis] == 0:
+        raise ValueError(f"{name} must have at least one entry along axis {axis}")
+    if np.isnan(array).any():
+        raise ValueError(f"{name} must not contain NaN")
+    if np.isposinf(array).any():
+        raise ValueError(f"{name} must not contain +inf")
+    return np.moveaxis(array, axis, -1), out_dtype
+
+
+def _finite_scores(v: ArrayLike, axis: int) -> tuple[FloatArray, np.dtype]:
+    array, dtype = _scores(v, axis)
+    if np.isinf(array).any():
+        raise ValueError("v must be finite (use ev_softmax's mask to exclude entries)")
+    return array, dtype
+
+
+def _restore(out: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
+    return np.moveaxis(out, -1, axis).astype(dtype, copy=False)
+
+
+def _alpha(alpha: float) -> float:
+    try:
+        value = float(alpha)
+    except (TypeError, ValueError):
+        raise TypeError(f"alpha must be a real number, got {alpha!r}") from None
+    if not np.isfinite(value) or value < 1:
+        raise ValueError(f"alpha must be a finite number >= 1, got {alpha!r}")
+    return value
+
+
+def _eps(eps: float) -> float:
+    try:
+        value = float(eps)
+    except (TypeError, ValueError):
+        raise TypeError(f"eps must be a real number, got {eps!r}") from None
+    if not np.isfinite(value) or value < 0:
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    return value
+
+
+# --- Omega_alpha maps (seed 000 eq 3; alpha = 2 sparsemax, alpha = 3/2 entmax15) ---
+
+
+def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
+    """exp(v) / sum exp(v) along ``axis`` (seed 000 eq 3)."""
+    z, dtype = _finite_scores(v, axis)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return _restore(e / e.sum(axis=-1, keepdims=True), axis, dtype)
+
+
+def _sorted_prefix(z: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+    """Scores sorted in decreasing order, their prefix means and sizes 1..K."""
+    ordered = -np.sort(-z, axis=-1)
+    sizes = np.arange(1, z.shape[-1] + 1, dtype=z.dtype)
+    return ordered, np.cumsum(ordered, axis=-1) / sizes, sizes
+
+
+def _pick(per_size: FloatArray, ordered: FloatArray) -> FloatArray:
+    """The threshold of the largest prefix whose smallest entry lies above its threshold."""
+    support = (ordered > per_size).sum(axis=-1, keepdims=True)
+    return np.take_along_axis(per_size, support - 1, axis=-1)
+
+
+def _sparsemax_last(z: FloatArray) -> FloatArray:
+    z = z - z.max(axis=-1, keepdims=True)
+    ordered, means, sizes = _sorted_prefix(z)
+    tau = _pick(_gen.sparsemax_threshold(means, sizes).astype(z.dtype), ordered)
+    return np.maximum(z - tau, 0)
+
+
+def _entmax15_last(z: FloatArray) -> FloatArray:
+    z = (z - z.max(axis=-1, keepdims=True)) / 2
+    ordered, means, sizes = _sorted_prefix(z)
+    variances = np.cumsum(ordered**2, axis=-1) / sizes - means**2
+    tau = _pick(_gen.entmax15_threshold(means, variances, sizes).astype(z.dtype), ordered)
+    return np.maximum(z - tau, 0) ** 2
+
+
+def _entmax_bisect_last(z: FloatArray, alpha: float) -> FloatArray:
+    """Bisection on tau for sum_i [(alpha-1) z_i - tau]_+^(1/(alpha-1)) = 1.
+
+    With z shifted to max 0 the root lies in [-1, -(1/K)^(alpha-1)]: at -1 the
+    top entry alone has mass 1, at the upper end no entry exceeds 1/K.
+    The final renormalization absorbs the last bisection step's residual.
+    """
+    z = z - z.max(axis=-1, keepdims=True)
+    shape = (*z.shape[:-1], 1)
+    lo = np.full(shape, -1.0, dtype=z.dtype)
+    hi = np.full(shape, -((1.0 / z.shape[-1]) ** (alpha - 1)), dtype=z.dtype)
+    for _ in range(BISECTION_STEPS):
+        mid = (lo + hi) / 2
+        total = _gen.entmax_probability(z, mid, alpha).sum(axis=-1, keepdims=True)
+        too_much = total >= 1
+        lo = np.where(too_much, mid, lo)
+        hi = np.where(too_much, hi, mid)
+    p = _gen.entmax_probability(z, lo, alpha).astype(z.dtype)
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def sparsemax(v: ArrayLike, axis: int = -1) -> FloatArray:
+    """Euclidean projection of v onto the simplex (alpha = 2), exact, sort-based."""
+    z, dtype = _finite_scores(v, axis)
+    return _restore(_sparsemax_last(z), axis, dtype)
+
+
+def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
+    """alpha-entmax along ``axis`` for alpha >= 1.
+
+    alpha = 1 is exactly softmax (the limit, not the entmax package's uniform
+    vector); alpha = 2 and 3/2 use the exact sort-based thresholds; any other
+    alpha bisects on the threshold and renormalizes.
+    """
+    alpha = _alpha(alpha)
+    z, dtype = _finite_scores(v, axis)
+    if alpha == 1:
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        out = e / e.sum(axis=-1, keepdims=True)
+    elif alpha == 2:
+        out = _sparsemax_last(z)
+    elif alpha == 1.5:
+        out = _entmax15_last(z)
+    else:
+        # Bisection runs in float64 whatever the input: for alpha > 2 the map is not
+        # Lipschitz at the support edge (dp/dz = p^(2 - alpha)), and float32
+        # arithmetic measured 7e-6 off at alpha = 3 for p ~ 2e-3.
+        out = _entmax_bisect_last(z.astype(np.float64), alpha)
+    return _restore(out, axis, dtype)
+
+
+# --- ev-softmax (seed 002 eqs 7, 10) ---
+
+
+def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[np.bool_]:
+    """Valid entries: ``mask`` (broadcast to v, axis moved last) and not -inf."""
+    valid = np.isfinite(z)
+    if mask is None:
+        return valid
+    mask = np.asarray(mask)
+    if mask.dtype != np.bool_:
+        raise TypeError(f"mask must be a boolean array (True = valid), got dtype {mask.dtype}")
+    shape = np.moveaxis(np.empty(z.shape, dtype=np.bool_), -1, axis).shape
+    try:
+        broadcast = np.broadcast_to(mask, shape)
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to v {shape}") from None
+    return valid & np.moveaxis(broadcast, axis, -1)
+
+
+def _ev_logits(
+    v: ArrayLike, axis: int, mask: ArrayLike | None, eps: float
+) -> tuple[FloatArray, NDArray[np.bool_], np.dtype]:
+    """Logits whose softmax is ev_softmax_train,eps (eq 10), with invalid entries at -inf.
+
+    Also returns the rows with no valid entry (their logits are set to 0 so
+    the normalization stays finite; callers overwrite those rows).
+    """
+    eps = _eps(eps)
+    z, dtype = _scores(v, axis)
+    valid = _valid_entries(z, mask, axis)
+    count = valid.sum(axis=-1, keepdims=True)
+    empty = count == 0
+    finite = np.where(valid, z, 0)
+    top = np.where(valid, z, -np.inf).max(axis=-1, keepdims=True)
+    divisor = np.maximum(count, 1)
+    with np.errstate(over="ignore"):
+        mean = finite.sum(axis=-1, keepdims=True) / divisor
+    if not np.isfinite(mean).all():  # huge entries: divide first so the sum cannot overflow
+        mean = (finite / divisor).sum(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore"):  # eps = 0: log(0) = -inf is eq 7
+        shift = _gen.ev_softmax_offsupport_shift(z.dtype.type(eps)).astype(z.dtype)
+    threshold = np.minimum(mean, top)
+    logits = np.where(finite >= threshold, finite, finite + shift)
+    logits = np.where(valid, logits, -np.inf)
+    return np.where(empty, 0, logits), empty, dtype
+
+
+def _normalized(logits: FloatArray, log: bool) -> FloatArray:
+    top = logits.max(axis=-1, keepdims=True)
+    e = np.exp(logits - top)
+    total = e.sum(axis=-1, keepdims=True)
+    return logits - top - np.log(total) if log else e / total
+
+
+def ev_softmax(
+    v: ArrayLike, axis: int = -1, mask: ArrayLike | None = None, eps: float = 0.0
+) -> FloatArray:
+    """Evidential softmax (eq 7); ``eps > 0`` gives the training variant (eq 10).
+
+    p_k is proportional to (1{v_k >= mean(v)} + eps) exp(v_k) over the valid
+    entries; see the module docstring for mask and edge cases.
+    """
+    logits, empty, dtype = _ev_logits(v, axis, mask, eps)
+    return _restore(np.where(empty, 0, _normalized(logits, log=False)), axis, dtype)
+
+
+def log_ev_softmax(
+    v: ArrayLike, axis: int = -1, mask: ArrayLike | None = None, eps: float = 1e-6
+) -> FloatArray:
+    """log ev_softmax_train,eps(v), computed as logits minus their log-sum-exp.
+
+    Finite on every valid entry when eps > 0; with eps = 0 the entries off the
+    support are -inf. Masked entries are -inf.
+    """
+    logits, empty, dtype = _ev_logits(v, axis, mask, eps)
+    return _restore(np.where(empty, -np.inf, _normalized(logits, log=True)), axis, dtype)
+
+
+# --- post-hoc evidential sparsification (seed 002 eqs 4-6) ---
+
+
+class EvidentialSparsification(NamedTuple):
+    """Eqs 4-6: evidential weights w, belief masses m and the sparse distribution."""
+
+    weights: FloatArray
+    masses: FloatArray
+    probs: FloatArray
+
+
+def evidential_sparsification(phi: ArrayLike, beta_hat: ArrayLike) -> EvidentialSparsification:
+    """Post-hoc evidential sparsification of Itkina et al. (seed 002 section 2.3).
+
+    ``phi`` has shape (..., J): last hidden layer features; ``beta_hat`` has
+    shape (J + 1, K): last-layer weights with the bias in row 0. The weights
+    are eq 4 (each row of beta_hat centred over the K classes), the masses
+    eq 6 and the distribution eq 5, p_k proportional to 1{m_k != 0} exp(w_k).
+
+    m_k = 0 exactly when exp(w_k^+) - 1 and prod_{l != k} (1 - exp(-w_l^-))
+    are both 0; that test is made on the two terms, so a mass too small for
+    the dtype (w_k^- > 745) still counts as nonzero.
+    """
+    features = np.asarray(phi, dtype=np.float64)
+    weights = np.asarray(beta_hat, dtype=np.float64)
+    if weights.ndim != 2 or weights.shape[0] < 1 or weights.shape[1] < 1:
+        raise ValueError(f"beta_hat must have shape (J + 1, K), got {weights.shape}")
+    if features.ndim == 0 or features.shape[-1] != weights.shape[0] - 1:
+        raise ValueError(
+            f"phi must have shape (..., {weights.shape[0] - 1}) to match beta_hat "
+            f"{weights.shape}, got {features.shape}"
+        )
+    if not (np.isfinite(features).all() and np.isfinite(weights).all()):
+        raise ValueError("phi and beta_hat must be finite")
+    centred = weights - weights.mean(axis=1, keepdims=True)
+    w = centred[0] + features @ centred[1:]
+    w_plus, w_minus = np.maximum(w, 0), np.maximum(-w, 0)
+    factors = -np.expm1(-w_minus)  # 1 - exp(-w^-), exactly 0 when w >= 0
+    others = _product_of_others(factors)
+    with np.errstate(over="ignore"):  # w^+ > 709: the mass is inf, its support test holds
+        masses = _gen.evidential_mass(w_plus, w_minus, others)
+        nonzero = (np.expm1(w_plus) + others) > 0
+    probs = np.where(nonzero, np.exp(w - np.where(nonzero, w, -np.inf).max(-1, keepdims=True)), 0)
+    return EvidentialSparsification(w, masses, probs / probs.sum(axis=-1, keepdims=True))
+
+
+def _product_of_others(factors: FloatArray) -> FloatArray:
+    """prod_{l != k} factors_l for every k, by prefix and suffix products (no division)."""
+    ones = np.ones_like(factors[..., :1])
+    before = np.cumprod(np.concatenate([ones, factors[..., :-1]], axis=-1), axis=-1)
+    after = np.cumprod(np.concatenate([ones, factors[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return before * after
+
+
+# --- Jacobians (seed 000 eq 14, seed 002 eq 9; gppr form for entmax) ---
+
+
+def gppr_jacobian(weights: FloatArray) -> FloatArray:
+    """Diag(s) - s s^T / sum(s) over the last axis (the finite cov_{p,2-alpha})."""
+    total = weights.sum(axis=-1, keepdims=True)[..., None]
+    total = np.where(total > 0, total, 1)  # an all-masked row has no support: J = 0
+    outer = weights[..., :, None] * weights[..., None, :]
+    return weights[..., :, None] * np.eye(weights.shape[-1], dtype=weights.dtype) - outer / total
+
+
+def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
+    """Diag(p) - p p^T, p = softmax(v) (eq 14).
+
+    Every Jacobian has shape (..., K, K): ``axis`` is moved last and doubled.
+    """
+    z, dtype = _finite_scores(v, axis)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return gppr_jacobian(e / e.sum(axis=-1, keepdims=True)).astype(dtype, copy=False)
+
+
+def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
+    """Diag(s) - s s^T / 1^T s, s the support indicator of sparsemax(v) (eq 14)."""
+    return entmax_jacobian(v, 2.0, axis)
+
+
+def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
+    """gppr form Diag(s) - s s^T / sum s with s = p^(2 - alpha) on the support."""
+    alpha = _alpha(alpha)
+    z, dtype = _finite_scores(v, axis)
+    p = entmax(z, alpha)
+    weights = _gen.entmax_gppr_weight(p, alpha).astype(z.dtype)
+    return gppr_jacobian(weights).astype(dtype, copy=False)
+
+
+def ev_softmax_jacobian(v: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
+    """Eq 9: Diag(p) - p p^T with p = ev_softmax(v) (0 in every row or column off the support)."""
+    p = np.moveaxis(ev_softmax(v, axis=axis, mask=mask), axis, -1)
+    work = p.astype(np.promote_types(p.dtype, np.float32))
+    return gppr_jacobian(work).astype(p.dtype, copy=False)
