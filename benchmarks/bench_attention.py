@@ -13,7 +13,7 @@ tsallis.attention is faster. Not a test: numbers vary by machine.
 from __future__ import annotations
 
 import numpy as np
-from bench_closed_forms import best_of  # benchmarks/ is on the path when run as a script
+from timing import best_of  # benchmarks/ is on the path when run as a script
 
 from tsallis._generated import beta_gaussian
 from tsallis.attention import GaussianRBF, jacobian, rho

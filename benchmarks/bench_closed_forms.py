@@ -11,26 +11,13 @@ Ratios > 1 mean the first column is faster. Not a test: numbers vary by machine.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-
 import mpmath as mp
 import numpy as np
 from scipy import stats
+from timing import best_of  # benchmarks/ is on the path when run as a script
 
 from tsallis import groundtruth as gt
 from tsallis._generated import beta_gaussian as nb
-
-
-def best_of(function: Callable[[], object], repeat: int = 7) -> float:
-    """Best wall time of ``repeat`` runs (after one warm-up), in seconds."""
-    function()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def main() -> None:

@@ -63,9 +63,9 @@ def entmax15_threshold() -> sp.Expr:
     (root,) = below
     radicand = sp.simplify(((root - mean) ** 2).expand())
     assert sp.simplify(radicand - (1 / size - var)) == 0, radicand
-    # Outside a valid support the radicand may be negative: clamp (the caller
-    # rejects that size anyway), so no NaN is produced.
-    return mean - sp.sqrt(sp.Max(radicand, 0))
+    # Outside a valid support the radicand may be negative: 0 there (the caller
+    # rejects that size anyway); the guarded branch keeps values and gradients finite.
+    return mean - sp.Piecewise((sp.sqrt(radicand), radicand > 0), (0, True))
 
 
 def entmax_probability() -> sp.Expr:

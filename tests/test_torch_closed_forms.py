@@ -41,6 +41,16 @@ VALUES = {
     "omc": [0.7, 1.2, -0.1],
     "delta": [0.0, 0.5, -1.0],
     "s": [1e-3, 0.1, 1.0],
+    # discrete maps: support statistics, scores shifted to max 0, eq 10 and eq 6 inputs
+    "mean": [-0.5, 0.0, -0.2],
+    "var": [0.0, 0.1, 0.4],
+    "size": [1, 2, 5],
+    "z": [0.0, -0.3, -2.0],
+    "tau": [-1.0, -0.5, -0.1],
+    "eps": [1e-6, 0.5],
+    "w_plus": [0.0, 0.5, 30.0],
+    "w_minus": [0.0, 2.0, 1e-3],
+    "others": [0.0, 0.3, 1.0],
 }
 # Kernels whose documented domain is narrower than the table above.
 DOMAIN = {"smoothed_exp_beta": {"beta": [0.0, 0.5]}, "log_exp_beta": {"beta": [0.0, 0.5, 1.0]}}
@@ -164,6 +174,15 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "omc": 0.7,
         "delta": 0.2,
         "s": 0.3,
+        "mean": -0.3,
+        "var": 0.05,
+        "size": 3.0,
+        "z": -0.1,
+        "tau": -0.4,
+        "eps": 0.01,
+        "w_plus": 0.3,
+        "w_minus": 0.2,
+        "others": 0.4,
     }
     args = [
         torch.tensor(float(interior[k]), dtype=F64, requires_grad=i in diff)

@@ -21,7 +21,8 @@ def sparsemax_threshold(mean, size):
 def entmax15_threshold(mean, var, size):
     """tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); mean, var of the support."""
     mean, var, size = _special.promote(mean, var, size)
-    return mean - torch.sqrt(torch.clamp(-var + 1/size, min=0))
+    _t0 = var - 1/size
+    return mean - torch.where((_t0 < 0), torch.sqrt(torch.where(-_t0 > 0, -_t0, 1)), 0)
 
 
 def entmax_probability(z, tau, alpha):

@@ -19,7 +19,8 @@ def sparsemax_threshold(mean, size):
 def entmax15_threshold(mean, var, size):
     """tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); mean, var of the support."""
     mean, var, size = _special.as_arrays(mean, var, size)
-    return mean - np.sqrt(np.maximum(-var + 1/size, 0))
+    _t0 = var - 1/size
+    return mean - np.where((_t0 < 0), np.sqrt(np.where(-_t0 > 0, -_t0, 1)), 0)
 
 
 def entmax_probability(z, tau, alpha):

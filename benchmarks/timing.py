@@ -1,0 +1,37 @@
+"""Timing helpers shared by the benchmark scripts (not tests)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+
+def best_of(function: Callable[[], object], repeat: int = 7) -> float:
+    """Best wall time of ``repeat`` runs (after one warm-up), in seconds."""
+    function()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def interleaved_medians(
+    functions: dict[str, Callable[[], object]], repeat: int = 40
+) -> dict[str, float]:
+    """Median wall time of each function, in seconds, with the runs interleaved.
+
+    Interleaving (a, b, c, a, b, c, ...) lets every candidate see the same
+    machine noise, so the ratios between them are steadier than the times.
+    """
+    for function in functions.values():
+        function()
+        function()
+    times: dict[str, list[float]] = {name: [] for name in functions}
+    for _ in range(repeat):
+        for name, function in functions.items():
+            start = time.perf_counter()
+            function()
+            times[name].append(time.perf_counter() - start)
+    return {name: sorted(values)[len(values) // 2] for name, values in times.items()}
