@@ -1,6 +1,6 @@
 """ev-softmax ops vs torch.softmax / torch.log_softmax, side by side in one run.
 
-    python benchmarks/bench_discrete.py [--device cuda] [--repeat 40]
+    python benchmarks/bench_discrete.py [--device cuda] [--repeat 40] [--raw-malloc]
 
 float32, shapes 4096x32, 1024x1024 and 64x32000; forward alone and
 forward + backward. Times are interleaved medians; the ratio columns divide
@@ -15,6 +15,7 @@ Not a test: numbers vary by machine.
 from __future__ import annotations
 
 import argparse
+import ctypes
 from collections.abc import Callable
 
 import torch
@@ -61,6 +62,23 @@ def candidate_groups() -> list[dict[str, tuple[Op, str]]]:
         references["entmax.sparsemax"] = (lambda x: entmax.sparsemax(x, -1), "softmax (again)")
         references["entmax.entmax15"] = (lambda x: entmax.entmax15(x, -1), "softmax (again)")
     return [ours, references]
+
+
+def steady_malloc() -> bool:
+    """Stop glibc from mapping and unmapping every multi-MiB temporary (Linux only).
+
+    By default each 4 MiB CPU tensor freed is returned to the OS and page-faulted
+    back on the next call; that measured up to 5 ms per op at 1024 x 1024 and made
+    the timings depend on the order of the candidates. With high mmap and trim
+    thresholds the heap is reused, as in a steady training loop. Returns whether
+    it applied.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        mmap_threshold, trim_threshold = -3, -1  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+        return bool(libc.mallopt(mmap_threshold, 2**30) and libc.mallopt(trim_threshold, 2**31 - 1))
+    except (OSError, AttributeError):
+        return False
 
 
 def _sync(device: torch.device) -> None:
@@ -113,8 +131,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--repeat", type=int, default=40)
+    parser.add_argument(
+        "--raw-malloc", action="store_true", help="leave glibc's mmap/trim thresholds alone"
+    )
     args = parser.parse_args()
     device = torch.device(args.device)
+    if not args.raw_malloc:
+        print(f"glibc malloc kept in steady state: {steady_malloc()}")
     print(f"device {device}, float32, torch {torch.__version__}, threads {torch.get_num_threads()}")
     if entmax is None:
         print("(entmax package not installed: its rows are skipped)")
