@@ -14,7 +14,8 @@ softmax. Comparisons and ``where`` (boolean temporaries; ``where`` with a
 the unmasked path. The support test
 d = x - thr >= 0 is ``threshold(d, -tiny)``: keep d when d > -tiny, where
 tiny is the dtype's smallest normal number, so d = 0 (the row maximum of a
-constant row) is always kept.
+constant row) is kept even under flush-to-zero; an entry less than tiny below
+the mean counts as a tie (kept).
 
 Conventions shared with ``tsallis.discrete``: ``mask`` marks valid entries
 (True); masked entries and -inf entries take no part in the mean and get
@@ -136,12 +137,12 @@ def _logits(
     if count is not None:  # rows without valid entries: any finite threshold
         threshold = torch.where(count > 0, threshold, 0.0)
     d = x - threshold
-    tiny = -torch.finfo(x.dtype).tiny
+    minus_tiny = -torch.finfo(x.dtype).tiny
     if eps == 0:
-        y = F.threshold_(d, tiny, float("-inf"))
+        y = F.threshold_(d, minus_tiny, float("-inf"))
     else:  # kept: d + 0; off the support: shift + min(d, 0) = shift + d
         below = d.clamp(max=0.0)
-        y = F.threshold_(d, tiny, _shift(eps)).add_(below)
+        y = F.threshold_(d, minus_tiny, _shift(eps)).add_(below)
     empty = None
     if valid is not None:
         empty = count == 0
@@ -152,7 +153,7 @@ def _logits(
 class _EvSoftmaxFunction(torch.autograd.Function):
     """Forward: fused softmax / log_softmax of the shifted logits; backward: eq 9.
 
-    ctx holds only the output and two immutable flags (re-entrant).
+    ctx holds only the output and immutable flags (re-entrant).
     """
 
     @staticmethod
@@ -164,11 +165,11 @@ class _EvSoftmaxFunction(torch.autograd.Function):
         eps: float,
         log: bool,
     ) -> torch.Tensor:
-        out = _forward(x, dim, mask, eps, log)
+        out, excluded = _forward(x, dim, mask, eps, log)
         ctx.save_for_backward(out)
         ctx.dim = dim
         ctx.log = log
-        ctx.constant_entries = log and (eps == 0 or mask is not None)
+        ctx.constant_entries = log and (eps == 0 or excluded)
         return out
 
     @staticmethod
@@ -185,12 +186,13 @@ class _EvSoftmaxFunction(torch.autograd.Function):
 
 def _forward(
     x: torch.Tensor, dim: int, mask: torch.Tensor | None, eps: float, log: bool
-) -> torch.Tensor:
+) -> tuple[torch.Tensor, bool]:
+    """The output, and whether some entries were excluded (mask or -inf input)."""
     y, empty = _logits(x, dim, mask, eps)
     out = torch.log_softmax(y, dim) if log else torch.softmax(y, dim)
     if empty is not None:
         out = out.masked_fill_(empty, float("-inf") if log else 0.0)
-    return out
+    return out, empty is not None
 
 
 def _apply(
@@ -203,7 +205,7 @@ def _apply(
     if torch.is_grad_enabled() and work.requires_grad:
         out = _EvSoftmaxFunction.apply(work, dim, mask, eps, log)
     else:  # no graph to build: skip the Function's dispatch (about 20 us)
-        out = _forward(work, dim, mask, eps, log)
+        out, _ = _forward(work, dim, mask, eps, log)
     return out.to(x.dtype) if work is not x else out
 
 

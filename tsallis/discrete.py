@@ -16,6 +16,8 @@ ev-softmax conventions (shared with ``torch_bridge``):
 - ``mask`` marks the valid entries; masked entries and -inf entries take no
   part in the mean and get probability 0 (log-probability -inf);
 - a row without any valid entry returns all 0 (log: all -inf).
+(The Torch ops also keep an entry less than the dtype's smallest normal number
+below the mean, so that flush-to-zero cannot drop the maximum.)
 """
 
 from __future__ import annotations
