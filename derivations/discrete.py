@@ -6,8 +6,8 @@ eqs 4-12 (evidential softmax and post-hoc evidential sparsification).
 The generated kernels are the elementwise closed forms; the reductions
 (sorting, prefix sums, row means) are done by the callers. The ``check_*``
 functions are the symbolic identities of seed 002 and the finite case of
-seed 000 Prop 3, verified exactly on every support pattern; ``tsallis derive``
-runs them and so do the tests.
+seed 000 Prop 3, verified exactly on every support pattern by the tests
+(tests/test_discrete.py).
 """
 
 from __future__ import annotations
@@ -290,8 +290,11 @@ def run_symbolic_checks() -> dict[str, int]:
 
 
 def derive_discrete() -> KernelSet:
-    """Elementwise closed forms of the finite maps, after the symbolic checks pass."""
-    run_symbolic_checks()
+    """Elementwise closed forms of the finite maps.
+
+    The symbolic identities (``run_symbolic_checks``, about 12 s) are run by the
+    test suite, not on every ``tsallis derive``.
+    """
     kernels = (
         Kernel(
             "sparsemax_threshold",
