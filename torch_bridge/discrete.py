@@ -35,6 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torch_bridge._generated import discrete as _gen
+from tsallis._validation import real_at_least
 
 __all__ = ["EvSoftmax", "LogEvSoftmax", "ev_softmax", "ev_softmax_nll_loss", "log_ev_softmax"]
 
@@ -60,16 +61,6 @@ def _check_dim(x: torch.Tensor, dim: int) -> int:
     if x.shape[dim] == 0:
         raise ValueError(f"x must have at least one entry along dim {dim}")
     return dim % x.dim()
-
-
-def _check_eps(eps: float) -> float:
-    try:
-        value = float(eps)
-    except (TypeError, ValueError):
-        raise TypeError(f"eps must be a real number, got {eps!r}") from None
-    if not (value >= 0 and value < float("inf")):
-        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-    return value
 
 
 def _check_input(x: torch.Tensor, mask: torch.Tensor | None) -> None:
@@ -200,7 +191,7 @@ def _apply(
 ) -> torch.Tensor:
     _check_input(x, mask)
     dim = _check_dim(x, dim)
-    eps = _check_eps(eps)
+    eps = real_at_least("eps", eps, 0.0)
     work = x.float() if x.dtype in _HALF else x
     if torch.is_grad_enabled() and work.requires_grad:
         out = _EvSoftmaxFunction.apply(work, dim, mask, eps, log)
@@ -245,7 +236,7 @@ def ev_softmax_nll_loss(
     eps = 0 the likelihood of a class off the support is 0. ``"mean"`` over
     no non-ignored target returns 0 (torch returns NaN there).
     """
-    eps = _check_eps(eps)
+    eps = real_at_least("eps", eps, 0.0)
     if eps == 0:
         raise ValueError(
             "eps must be > 0 for the NLL: ev_softmax gives probability 0 off its support"
@@ -271,7 +262,7 @@ class EvSoftmax(nn.Module):
     def __init__(self, dim: int = -1, eps: float = 1e-6) -> None:
         super().__init__()
         self.dim = dim
-        self.eps = _check_eps(eps)
+        self.eps = real_at_least("eps", eps, 0.0)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         return ev_softmax(x, self.dim, mask, self.eps if self.training else 0.0)

@@ -6,6 +6,8 @@ argument and its valid range; nothing returns a silent NaN.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -25,6 +27,17 @@ def as_float(name: str, value: ArrayLike, allow_inf: bool = False) -> FloatArray
     if not allow_inf and np.isinf(array).any():
         raise ValueError(f"{name} must be finite")
     return array
+
+
+def real_at_least(name: str, value: object, lower: float) -> float:
+    """A finite real scalar >= ``lower`` as a Python float (TypeError for non-numbers)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+    if not (math.isfinite(number) and number >= lower):
+        raise ValueError(f"{name} must be a finite number >= {lower:g}, got {value!r}")
+    return number
 
 
 def positive(name: str, value: ArrayLike) -> FloatArray:

@@ -143,16 +143,6 @@ class GaussianRBF:
         return np.exp(gaussian.logpdf_d2((z**2).sum(-1), self.dim, self._logdet))
 
 
-def _alpha(alpha: float) -> float:
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise TypeError(f"alpha must be a real number >= 1, got {alpha!r}") from None
-    if not math.isfinite(value) or value < 1:
-        raise ValueError(f"alpha must be finite and >= 1, got {alpha!r}")
-    return value
-
-
 def _closed_k(alpha: float) -> int | None:
     for value, k in CLOSED_FORM_K.items():
         if abs(alpha - value) < 1e-12:
@@ -586,7 +576,7 @@ def _evaluate(
 ) -> RhoJac:
     if not isinstance(basis, GaussianRBF):
         raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
-    alpha = _alpha(alpha)
+    alpha = check.real_at_least("alpha", alpha, 1.0)
     if basis.dim == 1:
         return _rho_jacobian_1d(alpha, loc, scale, basis, jac)
     loc_a, scale_a, chol, _ = _inputs_nd(loc, scale, basis)

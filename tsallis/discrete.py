@@ -28,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tsallis._generated import discrete as _gen
+from tsallis._validation import real_at_least
 
 FloatArray = NDArray[np.floating]
 
@@ -64,26 +65,6 @@ def _finite_scores(v: ArrayLike, axis: int) -> tuple[FloatArray, np.dtype]:
 
 def _restore(out: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
     return np.moveaxis(out, -1, axis).astype(dtype, copy=False)
-
-
-def _alpha(alpha: float) -> float:
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise TypeError(f"alpha must be a real number, got {alpha!r}") from None
-    if not np.isfinite(value) or value < 1:
-        raise ValueError(f"alpha must be a finite number >= 1, got {alpha!r}")
-    return value
-
-
-def _eps(eps: float) -> float:
-    try:
-        value = float(eps)
-    except (TypeError, ValueError):
-        raise TypeError(f"eps must be a real number, got {eps!r}") from None
-    if not np.isfinite(value) or value < 0:
-        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
-    return value
 
 
 # --- Omega_alpha maps (seed 000 eq 3; alpha = 2 sparsemax, alpha = 3/2 entmax15) ---
@@ -158,7 +139,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     vector); alpha = 2 and 3/2 use the exact sort-based thresholds; any other
     alpha bisects on the threshold and renormalizes.
     """
-    alpha = _alpha(alpha)
+    alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
     if alpha == 1:
         e = np.exp(z - z.max(axis=-1, keepdims=True))
@@ -202,7 +183,7 @@ def _ev_logits(
     Also returns the rows with no valid entry (their logits are set to 0 so
     the normalization stays finite; callers overwrite those rows).
     """
-    eps = _eps(eps)
+    eps = real_at_least("eps", eps, 0.0)
     z, dtype = _scores(v, axis)
     valid = _valid_entries(z, mask, axis)
     count = valid.sum(axis=-1, keepdims=True)
@@ -335,7 +316,7 @@ def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
 
 def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     """gppr form Diag(s) - s s^T / sum s with s = p^(2 - alpha) on the support."""
-    alpha = _alpha(alpha)
+    alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
     p = entmax(z, alpha)
     weights = _gen.entmax_gppr_weight(p, alpha).astype(z.dtype)
