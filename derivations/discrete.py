@@ -36,14 +36,14 @@ others = sp.Symbol("others", nonnegative=True)  # prod_{l != k} (1 - exp(-w_l^-)
 def _support_sum_equation(power: int) -> sp.Eq:
     """sum_{i in S} (z_i - tau)^power = 1 written with the support's mean and variance.
 
-    Sum z_i = size mean and sum z_i^2 = size (var + mean^2) are the only
-    statistics the sorted prefix sums give.
+    Expanded in powers of z_i, the sum needs sum z_i^0 = size, sum z_i = size mean
+    and sum z_i^2 = size (var + mean^2): the statistics the sorted prefix sums give.
     """
-    if power == 1:
-        total = size * mean - size * tau
-    else:
-        total = size * (var + mean**2) - 2 * tau * size * mean + size * tau**2
-    return sp.Eq(total, 1)
+    z_i = sp.Symbol("z_i", real=True)
+    power_sums = {0: size, 1: size * mean, 2: size * (var + mean**2)}
+    terms = sp.Poly((z_i - tau) ** power, z_i).terms()
+    total = sp.Add(*(coeff * power_sums[n] for (n,), coeff in terms))
+    return sp.Eq(sp.expand(total), 1)
 
 
 def sparsemax_threshold() -> sp.Expr:
