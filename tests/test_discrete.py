@@ -49,14 +49,17 @@ def test_finite_prop3_reduces_to_eq14(count, patterns):
     assert symbolic.check_finite_prop3(count) == patterns
 
 
-def test_symbolic_checks_can_fail():
-    """A wrong Jacobian is caught: the checker compares against the eq 14 matrix."""
+def test_symbolic_checks_can_fail(monkeypatch):
+    """Fed a wrong map (exp(2v) normalized), the eq 9 checker raises."""
     import sympy as sp
 
-    v = symbolic._scores(3)
-    p = symbolic._restricted_softmax(v, (0, 1))
-    wrong = sp.diag(*p) - 2 * p * p.T
-    assert not (p.jacobian(v) - wrong).applyfunc(sp.simplify).is_zero_matrix
+    def doubled(v, support):
+        total = sum(sp.exp(2 * v[j]) for j in support)
+        return sp.Matrix([sp.exp(2 * v[i]) / total if i in support else 0 for i in range(len(v))])
+
+    monkeypatch.setattr(symbolic, "_restricted_softmax", doubled)
+    with pytest.raises(AssertionError, match="eq 9"):
+        symbolic.check_ev_softmax_jacobian(3)
 
 
 # --- seed 002 Fig 1 ---

@@ -73,8 +73,7 @@ def _restore(out: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
 def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
     """exp(v) / sum exp(v) along ``axis`` (seed 000 eq 3)."""
     z, dtype = _finite_scores(v, axis)
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return _restore(e / e.sum(axis=-1, keepdims=True), axis, dtype)
+    return _restore(_normalized(z, log=False), axis, dtype)
 
 
 def _sorted_prefix(z: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -142,8 +141,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
     if alpha == 1:
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        out = e / e.sum(axis=-1, keepdims=True)
+        out = _normalized(z, log=False)
     elif alpha == 2:
         out = _sparsemax_last(z)
     elif alpha == 1.5:
@@ -204,6 +202,7 @@ def _ev_logits(
 
 
 def _normalized(logits: FloatArray, log: bool) -> FloatArray:
+    """softmax (or log_softmax) over the last axis; -inf logits get 0 (-inf)."""
     top = logits.max(axis=-1, keepdims=True)
     e = np.exp(logits - top)
     total = e.sum(axis=-1, keepdims=True)
@@ -300,13 +299,11 @@ def gppr_jacobian(weights: FloatArray) -> FloatArray:
 
 
 def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
-    """Diag(p) - p p^T, p = softmax(v) (eq 14).
+    """Diag(p) - p p^T, p = softmax(v) (eq 14): the gppr form with s = p^(2-1).
 
     Every Jacobian has shape (..., K, K): ``axis`` is moved last and doubled.
     """
-    z, dtype = _finite_scores(v, axis)
-    e = np.exp(z - z.max(axis=-1, keepdims=True))
-    return gppr_jacobian(e / e.sum(axis=-1, keepdims=True)).astype(dtype, copy=False)
+    return entmax_jacobian(v, 1.0, axis)
 
 
 def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
