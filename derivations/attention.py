@@ -78,6 +78,26 @@ def radial_window_moment(j: int) -> sp.Expr:
     return _collected(window_moment(integrand, -c / r, omc / r), -c / r, omc / r)
 
 
+def window_moments(k: int) -> sp.Tuple:
+    """(G(k, 0), G(k-1, 1), G(k-1, 2) - E[u^2] G(k-1, 0)): rho and both J moments at once.
+
+    G(k-1, 1) is antisymmetrized under ep <-> em (it is odd in c), so a centred
+    RBF gives exactly 0; the escort (1-u^2)^(k-1) has E[u^2] = 1/(2k+1). Each
+    entry is grouped by the three atoms (normal mass, two edge densities),
+    which the generated code then shares.
+    """
+    lo, hi = -em / r, ep / r
+    swap = {ep: em, em: ep}
+    odd = support_window_moment(k - 1, 1)
+    mirrored = odd.xreplace(swap).xreplace({NormalMass(-ep / r, em / r): NormalMass(lo, hi)})
+    centred = support_window_moment(k - 1, 2) - support_window_moment(k - 1, 0) / (2 * k + 1)
+    return sp.Tuple(
+        support_window_moment(k, 0),
+        _collected((odd - mirrored) / 2, lo, hi),
+        _collected(centred, lo, hi),
+    )
+
+
 def _check_against_quadrature(expr: sp.Expr, weight: sp.Expr, point: dict) -> None:
     """Compare a window moment with mpmath quadrature of its definition (30 digits)."""
     u = sp.Symbol("u", real=True)
@@ -173,6 +193,33 @@ def derive_attention() -> KernelSet:
                 expr,
                 f"int_0^1 u^{j} phi((u-c)/r)/r du; omc = 1 - c.",
             )
+        )
+    radial = sp.Tuple(*(radial_window_moment(j) for j in (1, 2, 3)))
+    kernels.append(
+        Kernel(
+            "radial_moments",
+            (c, omc, r),
+            radial,
+            "(int_0^1 u^j phi((u-c)/r)/r du for j = 1, 2, 3); omc = 1 - c.",
+        )
+    )
+    for k in RHO_POWERS:
+        moments = window_moments(k)
+        u = sp.Symbol("u", real=True)
+        weights = ((1 - u**2) ** k, (1 - u**2) ** (k - 1) * u, (1 - u**2) ** (k - 1) * u**2)
+        _check_against_quadrature(moments[0], weights[0], _SAMPLE)
+        _check_against_quadrature(moments[1], weights[1], _SAMPLE)
+        _check_against_quadrature(
+            moments[2] + support_window_moment(k - 1, 0) / (2 * k + 1), weights[2], _SAMPLE
+        )
+        kernels.append(
+            Kernel(
+                f"window_moments_k{k}",
+                window_args,
+                moments,
+                f"(G({k}, 0), G({k - 1}, 1), G({k - 1}, 2) - G({k - 1}, 0)/{2 * k + 1}):"
+                f" rho and J moments for alpha = 1 + 1/{k}.",
+                )
         )
     constants = derive_constants()
     docs = {

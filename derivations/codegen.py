@@ -50,15 +50,18 @@ def _centre(kernel: Kernel) -> tuple[sp.Expr, str | None]:
 def render_function(kernel: Kernel, printer: BackendPrinter) -> str:
     """One generated function: signature, docstring, CSE temporaries, return."""
     expr, centring = _centre(kernel)
-    expr = sanitize_piecewise(expr)
+    # A Tuple kernel returns several values that share CSE temporaries.
+    parts = list(expr) if isinstance(expr, sp.Tuple) else [expr]
+    parts = [sanitize_piecewise(part) for part in parts]
     allowed = set(kernel.args) | ({sp.Symbol("_dx", real=True)} if centring else set())
-    missing = expr.free_symbols - allowed
+    free = set().union(*(part.free_symbols for part in parts))
+    missing = free - allowed
     if missing:
         raise ValueError(f"{kernel.name}: expression uses symbols not in args: {missing}")
-    if not expr.free_symbols:
+    if not free:
         raise ValueError(f"{kernel.name}: constant kernels are not emitted")
-    temporaries, (reduced,) = sp.cse(
-        [expr], symbols=sp.numbered_symbols("_t"), optimizations=None, order="canonical"
+    temporaries, reduced = sp.cse(
+        parts, symbols=sp.numbered_symbols("_t"), optimizations=None, order="canonical"
     )
     names = ", ".join(a.name for a in kernel.args)
     lines = [f"def {kernel.name}({names}):", f'    """{kernel.doc}"""']
@@ -70,7 +73,11 @@ def render_function(kernel: Kernel, printer: BackendPrinter) -> str:
         lines.append(f"    {centring}")
     for symbol, value in temporaries:
         lines.append(f"    {symbol.name} = {printer.print(value)}")
-    lines.append(f"    return {printer.print(reduced)}")
+    printed = [printer.print(part) for part in reduced]
+    if isinstance(expr, sp.Tuple):
+        lines.append(f"    return ({', '.join(printed)},)")
+    else:
+        lines.append(f"    return {printed[0]}")
     return "\n".join(lines) + "\n"
 
 

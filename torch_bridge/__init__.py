@@ -1,15 +1,29 @@
-"""torch_bridge: the generated closed forms as Torch functions.
+"""torch_bridge: the generated closed forms as Torch functions and ops.
 
 ``torch_bridge.closed_forms.<family>.<kernel>`` are the generated Torch
 kernels (one module per family, the same names as the NumPy side). They
 broadcast, work in float32 and float64 on any device, and are differentiable
 with finite gradients on the valid domain (double-where guards).
 
-Ops: ``ev_softmax``, ``log_ev_softmax``, ``ev_softmax_nll_loss`` and the
-modules ``EvSoftmax`` / ``LogEvSoftmax`` (seed 002; see torch_bridge.discrete).
+Ops:
+- continuous attention (seed 000): ``GaussianRBF``, ``continuous_attention``,
+  ``ContinuousAttention``, ``ridge_value_function``, ``loc_scale_from_natural``
+  (torch_bridge.attention);
+- kernel attention (seed 001 Alg 1): ``kernel_attention``, ``KernelAttention``
+  (torch_bridge.kernel_attention);
+- ``BetaGaussian``, a torch.distributions.Distribution (torch_bridge.distributions);
+- ev-softmax (seed 002): ``ev_softmax``, ``log_ev_softmax``,
+  ``ev_softmax_nll_loss``, ``EvSoftmax``, ``LogEvSoftmax`` (torch_bridge.discrete).
 """
 
 from torch_bridge import _generated as closed_forms
+from torch_bridge.attention import (
+    ContinuousAttention,
+    GaussianRBF,
+    continuous_attention,
+    loc_scale_from_natural,
+    ridge_value_function,
+)
 from torch_bridge.discrete import (
     EvSoftmax,
     LogEvSoftmax,
@@ -17,12 +31,22 @@ from torch_bridge.discrete import (
     ev_softmax_nll_loss,
     log_ev_softmax,
 )
+from torch_bridge.distributions import BetaGaussian
+from torch_bridge.kernel_attention import KernelAttention, kernel_attention
 
 __all__ = [
+    "BetaGaussian",
+    "ContinuousAttention",
     "EvSoftmax",
+    "GaussianRBF",
+    "KernelAttention",
     "LogEvSoftmax",
     "closed_forms",
+    "continuous_attention",
     "ev_softmax",
     "ev_softmax_nll_loss",
+    "kernel_attention",
+    "loc_scale_from_natural",
     "log_ev_softmax",
+    "ridge_value_function",
 ]

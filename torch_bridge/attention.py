@@ -1,0 +1,384 @@
+"""Continuous attention in Torch (seed 000 section 3, Prop 3, Alg 1).
+
+rho_j = E_p[psi_j] for the alpha-entmax density p of f(t) = theta^T phi(t)
+and Gaussian RBFs psi_j; J = d rho / d theta = cov_{p,2-alpha}(phi, psi) (Prop 3).
+
+Parameters: ``loc`` mu and ``scale`` (1D: sigma, the standard deviation of the
+score -(t - mu)^2 / (2 sigma^2); 2D: the 2x2 matrix Sigma). The natural
+parameters theta1 = Sigma^-1 mu, theta2 = -Sigma^-1 / 2 (1D: mu/sigma^2,
+-1/(2 sigma^2)) enter through ``loc_scale_from_natural``.
+
+1D (any alpha >= 1). A custom autograd.Function. Forward: rho and the two
+rows of J from the generated closed forms (alpha in {1, 5/4, 4/3, 3/2, 2},
+where well conditioned) or Gauss-Jacobi windows (torch_bridge._window).
+Backward: J only, with
+    d rho/d mu = J_1 / sigma^2,  d rho/d sigma = (J_2 - 2 mu J_1) / sigma^3,
+and, for the basis, translation (d/d mu_j = -d/d mu) and homogeneity of
+degree -1 in (mu_j - mu, a, s_j), where the half-width a grows as
+sigma^(2/(alpha+1)): s_j d rho_j/d s_j = -rho_j - (mu_j - mu) d rho_j/d mu
+- (alpha + 1)/2 sigma d rho_j/d sigma. alpha itself gets no gradient.
+
+Everything is computed in float64 and cast to the input dtype (float16 and
+bfloat16 included). On CPU in eager mode each numerical branch runs on its
+own elements; on other devices and under torch.compile every branch runs on
+every element (with sanitized inputs) and torch.where picks, so the forward
+and backward never sync with the host. Input validation reads one flag
+back (pass ``validate=False`` to skip it in a GPU training loop).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.autograd.function import once_differentiable
+
+from torch_bridge import _window
+from torch_bridge._generated import attention as gen
+from torch_bridge._generated import beta_gaussian
+from tsallis._validation import real_at_least
+
+__all__ = [
+    "ContinuousAttention",
+    "GaussianRBF",
+    "continuous_attention",
+    "loc_scale_from_natural",
+    "ridge_value_function",
+]
+
+_F64 = torch.float64
+
+
+def _dense(t: torch.Tensor) -> bool:
+    """Evaluate every branch everywhere (no host sync) off CPU and when compiling."""
+    return t.device.type != "cpu" or torch.compiler.is_compiling()
+
+
+def _validating(validate: bool) -> bool:
+    return validate and not torch.compiler.is_compiling()
+
+
+class GaussianRBF(nn.Module):
+    """Gaussian RBFs psi_j(t) = N(t; mu_j, Sigma_j), as an nn.Module.
+
+    1D: ``mu`` (N,), ``sigma`` (N,) standard deviations. 2D: ``mu`` (N, 2),
+    ``sigma`` (N, 2, 2) covariances. nn.Parameter arguments stay parameters
+    (trainable); plain tensors become buffers. ``.to(device, dtype)`` moves both.
+    """
+
+    def __init__(self, mu: torch.Tensor, sigma: torch.Tensor) -> None:
+        super().__init__()
+        if not isinstance(mu, torch.Tensor) or not isinstance(sigma, torch.Tensor):
+            raise TypeError("mu and sigma must be tensors")
+        if not mu.is_floating_point() or mu.dtype != sigma.dtype:
+            raise TypeError(
+                f"mu and sigma must be floating tensors of one dtype, got {mu.dtype}, {sigma.dtype}"
+            )
+        if mu.device != sigma.device:
+            raise ValueError(f"mu is on {mu.device} but sigma is on {sigma.device}")
+        with torch.no_grad():
+            if not bool(torch.isfinite(mu).all() & torch.isfinite(sigma).all()):
+                raise ValueError("mu and sigma (RBF parameters) must be finite")
+            if mu.dim() == 1:
+                if sigma.shape != mu.shape:
+                    raise ValueError(f"sigma must have shape {tuple(mu.shape)}, got {sigma.shape}")
+                if not bool((sigma > 0).all()):
+                    raise ValueError("sigma (RBF standard deviations) must be > 0")
+            elif mu.dim() == 2 and mu.shape[1] == 2:
+                if sigma.shape != (mu.shape[0], 2, 2):
+                    raise ValueError(
+                        f"sigma must have shape ({mu.shape[0]}, 2, 2), got {tuple(sigma.shape)}"
+                    )
+                _check_spd("sigma (RBF covariances Sigma_j)", sigma)
+            else:
+                raise ValueError(f"mu must have shape (N,) or (N, 2), got {tuple(mu.shape)}")
+        if mu.shape[0] == 0:
+            raise ValueError("mu must hold at least one basis function (N >= 1)")
+        for name, value in (("mu", mu), ("sigma", sigma)):
+            if isinstance(value, nn.Parameter):
+                self.register_parameter(name, value)
+            else:
+                self.register_buffer(name, value)
+        self._ridge_cache: dict[tuple, torch.Tensor] = {}
+
+    @property
+    def dim(self) -> int:
+        """D: 1 or 2."""
+        return 1 if self.mu.dim() == 1 else 2
+
+    @property
+    def size(self) -> int:
+        """N, the number of basis functions."""
+        return self.mu.shape[0]
+
+    def forward(self, t: torch.Tensor) -> torch.Tensor:
+        """psi(t): 1D t (...,) -> (..., N); 2D t (..., 2) -> (..., N)."""
+        if self.dim == 1:
+            z = (t[..., None] - self.mu) / self.sigma
+            return torch.exp(-z * z / 2) / (math.sqrt(2 * math.pi) * self.sigma)
+        low = torch.linalg.cholesky(self.sigma)
+        diff = (t[..., None, :] - self.mu)[..., None]
+        z = torch.linalg.solve_triangular(low, diff, upper=False)[..., 0]
+        logdet = 2 * torch.log(torch.diagonal(low, dim1=-2, dim2=-1)).sum(-1)
+        return torch.exp(-(z * z).sum(-1) / 2 - logdet / 2) / (2 * math.pi)
+
+
+def _check_spd(name: str, matrix: torch.Tensor) -> None:
+    """Symmetric (to 1e-6 relative) and positive definite, else ValueError."""
+    asym = (matrix - matrix.transpose(-1, -2)).abs().amax()
+    if float(asym) > 1e-6 * float(matrix.abs().amax()):
+        raise ValueError(f"{name} must be symmetric")
+    _, info = torch.linalg.cholesky_ex(matrix.to(_F64))
+    if bool((info != 0).any()):
+        raise ValueError(f"{name} must be positive definite")
+
+
+def loc_scale_from_natural(
+    theta1: torch.Tensor, theta2: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loc, scale) from the natural parameters, differentiably.
+
+    1D: theta1 = mu / sigma^2, theta2 = -1 / (2 sigma^2) < 0 (shapes (...,)),
+    returns (mu, sigma). 2D: theta1 = Sigma^-1 mu (..., 2), theta2 =
+    -Sigma^-1 / 2 (..., 2, 2) negative definite, returns (mu, Sigma).
+    """
+    if theta2.dim() >= 2 and theta2.shape[-2:] == (2, 2) and theta1.shape[-1:] == (2,):
+        precision = -2 * theta2
+        scale = torch.linalg.inv(precision)
+        return (scale @ theta1[..., None])[..., 0], scale
+    if not bool((theta2 < 0).all()):
+        raise ValueError("theta2 (= -1/(2 sigma^2)) must be < 0")
+    return -theta1 / (2 * theta2), torch.rsqrt(-2 * theta2)
+
+
+# ---------------------------------------------------------------- 1D
+
+
+def _moments_1d(
+    alpha: float, loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, s: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
+    """rho, J_1 (first) and J_2 - 2 mu J_1 (centred), float64, shape (..., N)."""
+    delta = mu - loc[..., None]
+    sd = s.expand_as(delta)
+    if alpha == 1:
+        sc = scale[..., None].expand_as(delta)
+        return (
+            gen.gaussian_rho(delta, sc, sd),
+            gen.gaussian_first(delta, sc, sd),
+            gen.gaussian_second(delta, sc, sd),
+        )
+    a = beta_gaussian.half_width_1d(alpha, scale)[..., None].expand_as(delta)
+    shape = delta.shape
+    r = (sd / a).reshape(-1)
+    ep = ((a - delta) / a).reshape(-1)
+    em = ((a + delta) / a).reshape(-1)
+    g = _window.window_moments(alpha, ep, em, r, row=mu.shape[0], dense=_dense(loc))
+    alpha_t = torch.tensor(alpha, dtype=_F64)
+    rho_c = float(gen.rho_constant(alpha_t))
+    cov_c = float(gen.cov_constant(alpha_t))
+    rho = rho_c * g["rho"].reshape(shape) / a
+    first = a ** (alpha - 1) * cov_c * g["m1"].reshape(shape)
+    centred = a**alpha * cov_c * g["m2c"].reshape(shape)
+    return rho, first, centred
+
+
+class _Attention1D(torch.autograd.Function):
+    """rho(loc, scale; mu_j, s_j) with the Prop 3 backward (see the module docstring)."""
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        loc: torch.Tensor,
+        scale: torch.Tensor,
+        mu: torch.Tensor,
+        s: torch.Tensor,
+        alpha: float,
+    ) -> torch.Tensor:
+        args = [t.to(_F64) for t in (loc, scale, mu, s)]
+        rho, first, centred = _moments_1d(alpha, *args)
+        ctx.save_for_backward(rho, first, centred, *args)
+        ctx.alpha = alpha  # a Python float and a tuple of dtypes: immutable
+        ctx.dtypes = tuple(t.dtype for t in (loc, scale, mu, s))
+        return rho.to(loc.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> tuple:
+        rho, first, centred, loc, scale, mu, s = ctx.saved_tensors
+        g = grad.to(_F64)
+        var = (scale * scale)[..., None]
+        d_loc = g * first / var  # g * d rho / d mu
+        d_scale = g * centred / (var * scale[..., None])  # g * d rho / d sigma
+        out: list[torch.Tensor | None] = [None] * 4
+        if ctx.needs_input_grad[0]:
+            out[0] = d_loc.sum(-1)
+        if ctx.needs_input_grad[2]:
+            out[2] = -d_loc.reshape(-1, mu.shape[0]).sum(0)
+        if ctx.needs_input_grad[1]:
+            out[1] = d_scale.sum(-1)
+        if ctx.needs_input_grad[3]:
+            delta = mu - loc[..., None]
+            euler = -g * rho - delta * d_loc - (ctx.alpha + 1) / 2 * scale[..., None] * d_scale
+            out[3] = euler.reshape(-1, mu.shape[0]).sum(0) / s
+        cast = [None if v is None else v.to(d) for v, d in zip(out, ctx.dtypes, strict=True)]
+        return (*cast, None)
+
+
+def _as_tensor(name: str, value: object, like: torch.Tensor) -> torch.Tensor:
+    if isinstance(value, torch.Tensor):
+        if not value.is_floating_point():
+            raise TypeError(f"{name} must be a floating tensor, got {value.dtype}")
+        return value
+    try:
+        return torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name} must be a tensor or a real number, got {value!r}") from None
+
+
+def _check_basis(basis: object, loc: torch.Tensor, dim: int) -> GaussianRBF:
+    if not isinstance(basis, GaussianRBF):
+        raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    if basis.dim != dim:
+        raise ValueError(f"basis is {basis.dim}D but loc/scale describe a {dim}D density")
+    if basis.mu.device != loc.device:
+        raise ValueError(f"basis is on {basis.mu.device} but loc is on {loc.device}: use basis.to")
+    if basis.mu.dtype != loc.dtype:
+        raise ValueError(f"basis has dtype {basis.mu.dtype} but loc has {loc.dtype}: use basis.to")
+    return basis
+
+
+def _attention_1d(
+    loc: torch.Tensor, scale: torch.Tensor, basis: GaussianRBF, alpha: float, validate: bool
+) -> torch.Tensor:
+    try:
+        shape = torch.broadcast_shapes(loc.shape, scale.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"loc {tuple(loc.shape)} and scale {tuple(scale.shape)} must broadcast"
+        ) from None
+    if scale.dtype != loc.dtype or scale.device != loc.device:
+        raise ValueError(
+            f"scale ({scale.dtype}, {scale.device}) must match loc ({loc.dtype}, {loc.device})"
+        )
+    if _validating(validate):
+        bad = ~torch.isfinite(loc).all() | ~(torch.isfinite(scale) & (scale > 0)).all()
+        if bool(bad):
+            raise ValueError("loc must be finite and scale (sigma) finite and > 0")
+    loc, scale = loc.expand(shape), scale.expand(shape)
+    return _Attention1D.apply(loc, scale, basis.mu, basis.sigma, alpha)
+
+
+# ---------------------------------------------------------------- public API
+
+
+def _alpha(alpha: object) -> float:
+    """alpha as a Python float (one host read for a tensor; alpha gets no gradient)."""
+    if isinstance(alpha, torch.Tensor):
+        if alpha.numel() != 1:
+            raise ValueError(f"alpha must be a scalar, got shape {tuple(alpha.shape)}")
+        alpha = float(alpha.detach())
+    return real_at_least("alpha", alpha, 1.0)
+
+
+def continuous_attention(
+    loc: torch.Tensor,
+    scale: torch.Tensor | float,
+    basis: GaussianRBF,
+    alpha: float | torch.Tensor = 2.0,
+    *,
+    validate: bool = True,
+    angles: int | None = None,
+) -> torch.Tensor:
+    """rho_j = E_p[psi_j] for the alpha-entmax density p (seed 000 eq 15), shape (..., N).
+
+    1D: ``loc`` and ``scale`` (sigma > 0) broadcast to (...); any alpha >= 1.
+    2D: ``loc`` (..., 2), ``scale`` = Sigma (..., 2, 2) positive definite;
+    alpha = 1 (closed form, Alg 1) or 2 (polar coordinates, ``angles``
+    trapezoid nodes in the angle; None picks n >= 8 / s for the narrowest RBF
+    as seen from loc, reading one number back from the device). Gradients
+    reach loc, scale and the basis parameters (2D alpha = 2: not Sigma_j);
+    ``alpha`` gets none. ``validate`` checks the values (one host read).
+    """
+    if not isinstance(loc, torch.Tensor) or not loc.is_floating_point():
+        raise TypeError("loc must be a floating-point tensor")
+    alpha_f = _alpha(alpha)
+    scale_t = _as_tensor("scale", scale, loc)
+    if basis is not None and isinstance(basis, GaussianRBF) and basis.dim == 2:
+        from torch_bridge.attention_2d import attention_2d
+
+        _check_basis(basis, loc, 2)
+        return attention_2d(loc, scale_t, basis, alpha_f, _validating(validate), angles)
+    _check_basis(basis, loc, 1)
+    return _attention_1d(loc, scale_t, basis, alpha_f, validate)
+
+
+def ridge_value_function(
+    positions: torch.Tensor, basis: GaussianRBF, penalty: float
+) -> torch.Tensor:
+    """G = F^T (F F^T + penalty I)^-1 (seed 000 eq 16), shape (L, N); B = H G.
+
+    F[j, l] = psi_j(t_l) for ``positions`` (L,) in 1D or (L, 2) in 2D. Solved
+    by Cholesky in float64, returned in the basis dtype. Cached on the basis
+    per (positions, penalty) while no basis tensor requires grad (a trainable
+    basis recomputes it, differentiably).
+    """
+    if not isinstance(basis, GaussianRBF):
+        raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+    if not isinstance(positions, torch.Tensor) or not positions.is_floating_point():
+        raise TypeError("positions must be a floating-point tensor")
+    want = (positions.shape[0],) if basis.dim == 1 else (positions.shape[0], 2)
+    if positions.dim() != basis.dim or tuple(positions.shape) != want or want[0] == 0:
+        raise ValueError(
+            f"positions must have shape {'(L,)' if basis.dim == 1 else '(L, 2)'}"
+            f" with L >= 1, got {tuple(positions.shape)}"
+        )
+    lam = real_at_least("penalty", penalty, 0.0)
+    trainable = basis.mu.requires_grad or basis.sigma.requires_grad
+    key = (
+        positions.device,
+        positions.dtype,
+        tuple(positions.reshape(-1).tolist()),
+        lam,
+        basis.mu._version,
+        basis.sigma._version,
+    )
+    if not trainable and key in basis._ridge_cache:
+        return basis._ridge_cache[key]
+    f = basis(positions.to(basis.mu.dtype)).to(_F64).transpose(0, 1)  # (N, L)
+    gram = f @ f.transpose(0, 1) + lam * torch.eye(f.shape[0], dtype=_F64, device=f.device)
+    low, info = torch.linalg.cholesky_ex(gram)
+    if bool(info != 0):
+        raise ValueError("F F^T + penalty I is singular: use penalty > 0")
+    g = torch.cholesky_solve(f, low).transpose(0, 1).to(basis.mu.dtype)  # (L, N)
+    if not trainable:
+        basis._ridge_cache[key] = g
+    return g
+
+
+class ContinuousAttention(nn.Module):
+    """Continuous attention layer: forward(loc, scale, values) -> c = B rho.
+
+    ``values`` B (..., D_v, N) are value-function coefficients (for instance
+    H @ ridge_value_function(positions, basis, penalty)); the context is
+    B rho (..., D_v). See ``continuous_attention`` for loc, scale and alpha.
+    """
+
+    def __init__(self, basis: GaussianRBF, alpha: float = 2.0, *, validate: bool = True) -> None:
+        super().__init__()
+        if not isinstance(basis, GaussianRBF):
+            raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
+        self.basis = basis
+        self.alpha = _alpha(alpha)
+        self.validate = validate
+
+    def forward(self, loc: torch.Tensor, scale: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        rho = continuous_attention(loc, scale, self.basis, self.alpha, validate=self.validate)
+        if values.shape[-1] != rho.shape[-1]:
+            raise ValueError(
+                f"values must have shape (..., D_v, {rho.shape[-1]}), got {tuple(values.shape)}"
+            )
+        return (values @ rho[..., None])[..., 0]
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}, N={self.basis.size}, D={self.basis.dim}"

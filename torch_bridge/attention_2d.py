@@ -1,0 +1,199 @@
+"""2D continuous attention in Torch: alpha = 1 (Alg 1) and alpha = 2 (polar coordinates).
+
+alpha = 1: rho_j = N(mu; mu_j, Sigma + Sigma_j), differentiated by autograd
+(every argument, the basis covariances included).
+
+alpha = 2: t = mu + R L (cos th, sin th) s over the support s < 1 (L L^T =
+Sigma, R the generated support radius). Per angle the radial integral is the
+generated closed form (Gauss-Legendre windows where it is ill conditioned);
+in the angle a periodic trapezoid whose end point is never counted twice. A
+custom autograd.Function returns J = cov_{p,0}(phi, psi) (Prop 3) from the
+same nodes; its backward maps J to loc and Sigma through theta1 = Sigma^-1 mu,
+theta2 = -Sigma^-1 / 2, and to the RBF centres by translation. The RBF
+covariances get no gradient here (ValueError if they require one).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from torch_bridge import _window
+from torch_bridge._generated import truncated_paraboloid
+
+_F64 = torch.float64
+MAX_ANGLES = 1 << 14
+MIN_ANGLES = 64
+
+
+def _logdet(low: torch.Tensor) -> torch.Tensor:
+    return 2 * torch.log(torch.diagonal(low, dim1=-2, dim2=-1)).sum(-1)
+
+
+def _gaussian_2d(
+    loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor
+) -> torch.Tensor:
+    total = scale[..., None, :, :] + sigma  # (..., N, 2, 2)
+    low = torch.linalg.cholesky(total)
+    delta = (mu - loc[..., None, :])[..., None]
+    z = torch.linalg.solve_triangular(low, delta, upper=False)[..., 0]
+    return torch.exp(-(z * z).sum(-1) / 2 - _logdet(low) / 2) / (2 * math.pi)
+
+
+def _angle_count(
+    loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor
+) -> int:
+    with torch.no_grad():
+        low = torch.linalg.cholesky(scale)[..., None, :, :]
+        white = torch.linalg.solve_triangular(low, torch.linalg.cholesky(sigma), upper=False)
+        smallest = torch.linalg.svdvals(white)[..., -1]
+        centre = torch.linalg.solve_triangular(
+            low, (mu - loc[..., None, :])[..., None], upper=False
+        )
+        distance = torch.linalg.vector_norm(centre[..., 0], dim=-1)
+        spread = smallest / torch.maximum(distance, smallest)
+        needed = math.ceil(8 / float(spread.min()))
+    return int(min(max(needed, MIN_ANGLES), MAX_ANGLES))
+
+
+def _sparsemax_moments(
+    loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, angles: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """rho (..., N), J_t (..., N, 2) and the centred J_tt part (..., N, 2, 2), float64."""
+    low = torch.linalg.cholesky(scale)
+    logdet = _logdet(low)
+    big_r = truncated_paraboloid.radius(2, logdet)[..., None, None]  # (..., 1, 1)
+    theta = torch.arange(angles, dtype=_F64, device=loc.device) * (2 * math.pi / angles)
+    w = 2 * math.pi / angles
+    omega = torch.stack([torch.cos(theta), torch.sin(theta)])  # (2, n)
+    l_omega = low @ omega  # (..., 2, n)
+    basis_low = torch.linalg.cholesky(sigma)  # (N, 2, 2)
+    a_vec = torch.linalg.solve_triangular(basis_low, l_omega[..., None, :, :], upper=False)
+    delta = mu - loc[..., None, :]  # (..., N, 2)
+    b_vec = torch.linalg.solve_triangular(basis_low, delta[..., None], upper=False)
+    big_a = (a_vec * a_vec).sum(-2)  # (..., N, n)
+    big_b = (a_vec * b_vec).sum(-2)
+    residual = b_vec - a_vec * (big_b / big_a)[..., None, :]
+    c_res = (residual * residual).sum(-2)  # |b|^2 - B^2/A, as a norm
+    centre = big_b / (big_a * big_r)
+    rt = 1 / (big_r * torch.sqrt(big_a))
+    omc = (big_a * big_r - big_b) / (big_a * big_r)
+    shape = centre.shape
+    dense = loc.device.type != "cpu" or torch.compiler.is_compiling()
+    moments = _window.radial_moments(centre.reshape(-1), omc.reshape(-1), rt.reshape(-1), dense)
+    base = math.sqrt(2 * math.pi) * rt * torch.exp(-c_res / 2)
+    radial = {j: base * big_r ** (j + 1) * moments[f"p{j}"].reshape(shape) for j in (1, 2, 3)}
+    # dt = |L| r dr dtheta, times the RBF normalizer 1 / (2 pi |L_j|)
+    det_ratio = (
+        torch.exp(logdet / 2)[..., None] * torch.exp(-_logdet(basis_low) / 2) / (2 * math.pi)
+    )
+    rho = det_ratio * ((big_r**2 / 2 * radial[1] - radial[3] / 2) * w).sum(-1)
+    first = det_ratio[..., None] * torch.einsum("...dn,...jn->...jd", l_omega, radial[2] * w)
+    outer = torch.einsum("...dn,...en->...den", l_omega, l_omega)
+    inner = torch.einsum("...den,...jn->...jde", outer, radial[3] * w)
+    inner = (
+        inner
+        - (big_r[..., None] ** 2 / 4)
+        * scale[..., None, :, :]
+        * (radial[1] * w).sum(-1)[..., None, None]
+    )
+    return rho, first, det_ratio[..., None, None] * inner
+
+
+class _Sparsemax2D(torch.autograd.Function):
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        loc: torch.Tensor,
+        scale: torch.Tensor,
+        mu: torch.Tensor,
+        sigma: torch.Tensor,
+        angles: int,
+    ) -> torch.Tensor:
+        args = [t.to(_F64) for t in (loc, scale, mu, sigma)]
+        rho, first, inner = _sparsemax_moments(*args, angles)
+        ctx.save_for_backward(first, inner, args[0], args[1])
+        ctx.dtypes = (loc.dtype, scale.dtype, mu.dtype)
+        return rho.to(loc.dtype)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> tuple:
+        first, inner, loc, scale = ctx.saved_tensors
+        g = grad.to(_F64)
+        precision = torch.linalg.inv(scale)
+        theta1 = (precision @ loc[..., None])[..., 0]
+        v1 = (g[..., None] * first).sum(-2)  # sum_j g_j J_t[j], (..., 2)
+        # sum_j g_j J_tt[j] with J_tt = mu J_t^T + J_t mu^T + inner
+        v2 = loc[..., :, None] * v1[..., None, :]
+        v2 = v2 + v2.transpose(-1, -2) + (g[..., None, None] * inner).sum(-3)
+        p_v1 = (precision @ v1[..., None])[..., 0]
+        grad_loc = p_v1
+        grad_scale = -p_v1[..., :, None] * theta1[..., None, :] + precision @ v2 @ precision / 2
+        grad_mu = None
+        if ctx.needs_input_grad[2]:
+            d_mu = torch.einsum("...de,...je->...jd", precision, g[..., None] * first)
+            grad_mu = -d_mu.reshape(-1, *d_mu.shape[-2:]).sum(0)
+        out = (grad_loc, grad_scale, grad_mu)
+        return (
+            *(None if v is None else v.to(d) for v, d in zip(out, ctx.dtypes, strict=True)),
+            None,
+            None,
+        )
+
+
+def attention_2d(
+    loc: torch.Tensor,
+    scale: torch.Tensor,
+    basis: torch.nn.Module,
+    alpha: float,
+    validate: bool,
+    angles: int | None,
+) -> torch.Tensor:
+    """rho for a 2D basis; see torch_bridge.attention.continuous_attention."""
+    if loc.shape[-1:] != (2,) or scale.dim() < 2 or scale.shape[-2:] != (2, 2):
+        raise ValueError(
+            f"2D: loc must have shape (..., 2) and scale (Sigma) (..., 2, 2), got"
+            f" {tuple(loc.shape)} and {tuple(scale.shape)}"
+        )
+    if scale.dtype != loc.dtype or scale.device != loc.device:
+        raise ValueError(
+            f"scale ({scale.dtype}, {scale.device}) must match loc ({loc.dtype}, {loc.device})"
+        )
+    try:
+        batch = torch.broadcast_shapes(loc.shape[:-1], scale.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"loc {tuple(loc.shape)} and scale {tuple(scale.shape)} batch shapes must broadcast"
+        ) from None
+    if validate:
+        from torch_bridge.attention import _check_spd
+
+        if not bool(torch.isfinite(loc).all() & torch.isfinite(scale).all()):
+            raise ValueError("loc and scale (Sigma) must be finite")
+        _check_spd("scale (Sigma)", scale.detach())
+    if alpha not in (1.0, 2.0):
+        raise ValueError(f"alpha = {alpha} in 2D: supported are alpha = 1 and alpha = 2")
+    loc = loc.expand(*batch, 2)
+    scale = scale.expand(*batch, 2, 2)
+    scale = (scale + scale.transpose(-1, -2)) / 2
+    if alpha == 1.0:
+        args = [t.to(_F64) for t in (loc, scale, basis.mu, basis.sigma)]
+        return _gaussian_2d(*args).to(loc.dtype)
+    if basis.sigma.requires_grad:
+        raise ValueError(
+            "basis.sigma (RBF covariances) cannot be trained with alpha = 2 in 2D:"
+            " its gradient is not implemented; detach it or use alpha = 1"
+        )
+    if angles is None:
+        angles = _angle_count(
+            loc.detach().to(_F64),
+            scale.detach().to(_F64),
+            basis.mu.detach().to(_F64),
+            basis.sigma.to(_F64),
+        )
+    elif not isinstance(angles, int) or isinstance(angles, bool) or angles < 4:
+        raise ValueError(f"angles must be an int >= 4 (or None: adaptive), got {angles!r}")
+    return _Sparsemax2D.apply(loc, scale, basis.mu, basis.sigma, angles)
