@@ -16,7 +16,6 @@ False (eager CPU), where each branch runs on its own elements only.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
 
 import torch
 
@@ -58,7 +57,13 @@ def closed_k(alpha: float) -> int | None:
     return None
 
 
-@lru_cache(maxsize=32)
+# Node tables, filled on first use per exponent (host-side scipy). torch.compile
+# reads them as constants: compile after one eager call for an alpha outside
+# the closed forms (those are filled at import).
+_RULES: dict[float, tuple[torch.Tensor, ...]] = {}
+_SHARED: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}
+
+
 def _rules_cpu(m: float) -> tuple[torch.Tensor, ...]:
     """Gauss-Jacobi rules for the four (left, right) edge configurations.
 
@@ -83,7 +88,9 @@ def _rules_cpu(m: float) -> tuple[torch.Tensor, ...]:
 
 
 def _rules(m: float, device: torch.device) -> tuple[torch.Tensor, ...]:
-    return tuple(t.to(device) for t in _rules_cpu(float(m)))
+    if m not in _RULES:
+        _RULES[m] = _rules_cpu(m)
+    return tuple(t.to(device) for t in _RULES[m])
 
 
 def _mirror_sum(values: torch.Tensor) -> torch.Tensor:
@@ -173,7 +180,7 @@ def _peak_window(
 
 
 def _wide_moments(
-    c: torch.Tensor, r: torch.Tensor, m: float, second: float, mass: float
+    c: torch.Tensor, r: torch.Tensor, m: float, second: torch.Tensor, mass: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """Window moments for a wide RBF (|u (u - 2c)| / (2 r^2) <= 1 on the support).
 
@@ -199,7 +206,7 @@ def _wide_moments(
 
 
 def _window_quadrature(
-    ep: torch.Tensor, em: torch.Tensor, r: torch.Tensor, m: float, second: float
+    ep: torch.Tensor, em: torch.Tensor, r: torch.Tensor, m: float, second: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """Gauss-Jacobi window moments (rho, m1, m2c) for flat float64 inputs.
 
@@ -281,7 +288,7 @@ def _negligible(
 
 
 def _shared_rule(
-    c: torch.Tensor, r: torch.Tensor, m: float, second: float
+    c: torch.Tensor, r: torch.Tensor, m: float, second: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """Moments from one Gauss-Jacobi rule on the whole support, shared by a row.
 
@@ -308,7 +315,6 @@ def _shared_rule(
     return {"rho": even[0], "m1": odd, "m2c": even[1]}
 
 
-@lru_cache(maxsize=32)
 def _shared_nodes_cpu(m: float) -> tuple[torch.Tensor, torch.Tensor]:
     from scipy.special import roots_jacobi
 
@@ -319,7 +325,9 @@ def _shared_nodes_cpu(m: float) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def _shared_nodes(m: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    return tuple(t.to(device) for t in _shared_nodes_cpu(float(m)))
+    if m not in _SHARED:
+        _SHARED[m] = _shared_nodes_cpu(m)
+    return tuple(t.to(device) for t in _SHARED[m])
 
 
 def _row_fill(
@@ -360,7 +368,9 @@ def window_moments(
     """
     k = closed_k(alpha)
     m = 1 / (alpha - 1) - 1
-    second = float(gen.escort_u2(torch.tensor(alpha, dtype=torch.float64)))
+    _rules(m, r.device), _shared_nodes(m, r.device)  # eager: fills the tables for compile
+    # Constants stay 0-dim tensors (no host read, nothing for torch.compile to break on).
+    second = gen.escort_u2(torch.tensor(alpha, dtype=torch.float64, device=r.device))
     out = {key: torch.zeros_like(r) for key in ("rho", "m1", "m2c")}
     outside = torch.clamp(-torch.minimum(ep, em) / r, min=0.0)
     done = torch.zeros_like(r, dtype=torch.bool)
@@ -369,7 +379,10 @@ def window_moments(
         kernel = getattr(gen, f"window_moments_k{k}")
 
         def closed_form(e1: torch.Tensor, e2: torch.Tensor, rr: torch.Tensor) -> dict:
-            return dict(zip(("rho", "m1", "m2c"), kernel(e1, e2, rr), strict=True))
+            rho, m1, m2c = kernel(e1, e2, rr)
+            # m1 is odd in the centre: exactly 0 for a centred RBF (rounding would leave
+            # ~1e-17, large against a row whose other RBFs are all far away).
+            return {"rho": rho, "m1": torch.where(e1 == e2, 0.0, m1), "m2c": m2c}
 
         _fill(out, narrow, closed_form, (ep, em, r), (1.0, 1.0, 0.1), dense)
         bound = (1 + outside) ** (2 * k + 3) * torch.clamp(5 * r, min=1.0) ** (k - 1)
@@ -377,7 +390,7 @@ def window_moments(
     centre = (em - ep) / 2
     wide = ~done & ((1 + 2 * centre.abs()) <= 2 * r * r)
     if dense or bool(wide.any()):
-        mass = float(1 / gen.rho_constant(torch.tensor(1 + 1 / (m + 1), dtype=torch.float64)))
+        mass = 1 / gen.rho_constant(torch.tensor(1 + 1 / (m + 1), dtype=torch.float64, device=r.device))
 
         def wide_form(c: torch.Tensor, rr: torch.Tensor) -> dict:
             return _wide_moments(c, rr, m, second, mass)
@@ -441,3 +454,9 @@ def radial_moments(c: torch.Tensor, omc: torch.Tensor, r: torch.Tensor, dense: b
 
         _fill(out, rest, window, (c, omc, r), (0.5, 0.5, 1.0), dense)
     return out
+
+
+for _k in CLOSED_FORM_K.values():  # the closed alphas' tables, ready for torch.compile
+    _rules(float(_k - 1), torch.device("cpu"))
+    _shared_nodes(float(_k - 1), torch.device("cpu"))
+_rules(0.0, torch.device("cpu"))

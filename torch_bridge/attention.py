@@ -15,7 +15,7 @@ Backward: J only, with
     d rho/d mu = J_1 / sigma^2,  d rho/d sigma = (J_2 - 2 mu J_1) / sigma^3,
 and, for the basis, translation (d/d mu_j = -d/d mu) and homogeneity of
 degree -1 in (mu_j - mu, a, s_j), where the half-width a grows as
-sigma^(2/(alpha+1)): s_j d rho_j/d s_j = -rho_j - (mu_j - mu) d rho_j/d mu
+sigma^(2/(alpha+1)): s_j d rho_j/d s_j = -rho_j + (mu_j - mu) d rho_j/d mu
 - (alpha + 1)/2 sigma d rho_j/d sigma. alpha itself gets no gradient.
 
 Everything is computed in float64 and cast to the input dtype (float16 and
@@ -174,9 +174,9 @@ def _moments_1d(
     ep = ((a - delta) / a).reshape(-1)
     em = ((a + delta) / a).reshape(-1)
     g = _window.window_moments(alpha, ep, em, r, row=mu.shape[0], dense=_dense(loc))
-    alpha_t = torch.tensor(alpha, dtype=_F64)
-    rho_c = float(gen.rho_constant(alpha_t))
-    cov_c = float(gen.cov_constant(alpha_t))
+    alpha_t = torch.tensor(alpha, dtype=_F64, device=loc.device)
+    rho_c = gen.rho_constant(alpha_t)
+    cov_c = gen.cov_constant(alpha_t)
     rho = rho_c * g["rho"].reshape(shape) / a
     first = a ** (alpha - 1) * cov_c * g["m1"].reshape(shape)
     centred = a**alpha * cov_c * g["m2c"].reshape(shape)
@@ -219,7 +219,7 @@ class _Attention1D(torch.autograd.Function):
             out[1] = d_scale.sum(-1)
         if ctx.needs_input_grad[3]:
             delta = mu - loc[..., None]
-            euler = -g * rho - delta * d_loc - (ctx.alpha + 1) / 2 * scale[..., None] * d_scale
+            euler = -g * rho + delta * d_loc - (ctx.alpha + 1) / 2 * scale[..., None] * d_scale
             out[3] = euler.reshape(-1, mu.shape[0]).sum(0) / s
         cast = [None if v is None else v.to(d) for v, d in zip(out, ctx.dtypes, strict=True)]
         return (*cast, None)
@@ -278,6 +278,8 @@ def _alpha(alpha: object) -> float:
         if alpha.numel() != 1:
             raise ValueError(f"alpha must be a scalar, got shape {tuple(alpha.shape)}")
         alpha = float(alpha.detach())
+    if torch.compiler.is_compiling():
+        return alpha  # checked by the eager call; traced as a constant
     return real_at_least("alpha", alpha, 1.0)
 
 

@@ -1,0 +1,478 @@
+"""torch_bridge continuous attention: NumPy and mpmath agreement, gradients (gradcheck,
+Prop 3, finite differences), re-entrancy, dtypes, stress, compile, bad input."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from attention_oracle import row  # noqa: E402
+
+from tsallis import attention as np_attention  # noqa: E402
+from torch_bridge import (  # noqa: E402
+    ContinuousAttention,
+    GaussianRBF,
+    continuous_attention,
+    loc_scale_from_natural,
+    ridge_value_function,
+)
+
+F64 = torch.float64
+CLOSED_ALPHAS = (1.0, 1.25, 4 / 3, 1.5, 2.0)
+GENERAL_ALPHAS = (1.01, 1.1, 1.7, 2.5, 3.0, 5.0)
+STRESS_ALPHAS = (1.01, 1.1, 1.5, 2.0, 2.5, 3.0, 5.0)
+# The issue-3 grid: N(0)RBFs over [-1, 2] with widths cycling through [1e-3, 1].
+MU_J = np.asarray(np.linspace(-1, 2, 8), dtype=np.float32).astype(np.float64)
+S_J = np.asarray([1e-3, 1e-2, 0.1, 1.0] * 2, dtype=np.float32).astype(np.float64)
+SIGMA2S = (1e-8, 1e-6, 1e-3, 1e-1, 1.0, 1e2)
+LOCS = tuple(np.asarray([-1.0, 0.3, 0.29, 1.7, 5.0], dtype=np.float32).astype(np.float64))
+
+
+def _row_error(estimate: np.ndarray, truth: np.ndarray) -> float:
+    """max over rows of max_j |estimate - truth| / max_j |truth| (rows that underflow skipped)."""
+    top = np.abs(truth).max(-1)
+    keep = top > 1e-290
+    if not keep.any():
+        return 0.0
+    return float((np.abs(estimate - truth).max(-1)[keep] / top[keep]).max())
+
+
+def _rho_and_jacobian(alpha, loc, scale, basis):
+    """rho and J (rows d/d theta_1, d/d theta_2) from the op's forward and backward.
+
+    theta = (mu / sigma^2, -1/(2 sigma^2)): J_1 = sigma^2 d rho/d mu and
+    J_2 = sigma^3 d rho/d sigma + 2 mu J_1.
+    """
+    loc = loc.detach().clone().requires_grad_(True)
+    scale = scale.detach().clone().requires_grad_(True)
+    rho = continuous_attention(loc, scale, basis, alpha)
+    rows = []
+    for j in range(rho.shape[-1]):
+        d_loc, d_scale = torch.autograd.grad(rho[..., j].sum(), [loc, scale], retain_graph=True)
+        rows.append((d_loc, d_scale))
+    d_loc = torch.stack([r[0] for r in rows], -1).double()
+    d_scale = torch.stack([r[1] for r in rows], -1).double()
+    var = (scale.double() ** 2)[..., None]
+    j1 = d_loc * var
+    j2 = d_scale * var * scale.double()[..., None] + 2 * loc.double()[..., None] * j1
+    return rho.detach(), torch.stack([j1, j2], -2).detach()
+
+
+def _inputs(sigma2: float, dtype):
+    loc = np.asarray(LOCS, dtype=np.float64)
+    scale = np.full(loc.shape, float(np.float32(math.sqrt(sigma2))))
+    basis = GaussianRBF(torch.tensor(MU_J, dtype=dtype), torch.tensor(S_J, dtype=dtype))
+    return loc, scale, basis
+
+
+@pytest.mark.parametrize("alpha", CLOSED_ALPHAS + GENERAL_ALPHAS)
+def test_matches_numpy_reference_float64(alpha):
+    """rho and J within 1e-12 (row-relative) of tsallis.attention over sigma^2 in [1e-8, 1e2]."""
+    np_basis = np_attention.GaussianRBF(MU_J, S_J)
+    worst = {"rho": 0.0, "jac": 0.0}
+    for sigma2 in SIGMA2S:
+        loc, scale, basis = _inputs(sigma2, F64)
+        rho, jac = _rho_and_jacobian(alpha, torch.tensor(loc), torch.tensor(scale), basis)
+        worst["rho"] = max(
+            worst["rho"], _row_error(rho.numpy(), np_attention.rho(alpha, loc, scale, np_basis))
+        )
+        ref = np_attention.jacobian(alpha, loc, scale, np_basis)
+        for i in (0, 1):
+            worst["jac"] = max(worst["jac"], _row_error(jac[:, i].numpy(), ref[:, i]))
+    print(alpha, worst)
+    assert worst["rho"] <= 1e-12 and worst["jac"] <= 1e-12, worst
+
+
+@pytest.mark.parametrize("alpha", CLOSED_ALPHAS + (1.7, 3.0))
+def test_float32_within_issue_3_bounds(alpha):
+    """float32 in and out (computed in float64): rho <= 1e-6, J <= 1e-5 row-relative vs
+    NumPy float64 on the same (float32-rounded) inputs, sigma^2 in [1e-8, 1e2]."""
+    np_basis = np_attention.GaussianRBF(MU_J, S_J)
+    worst = {"rho": 0.0, "jac": 0.0}
+    for sigma2 in SIGMA2S:
+        loc, scale, basis = _inputs(sigma2, torch.float32)
+        rho, jac = _rho_and_jacobian(
+            alpha,
+            torch.tensor(loc, dtype=torch.float32),
+            torch.tensor(scale, dtype=torch.float32),
+            basis,
+        )
+        assert rho.dtype == torch.float32
+        worst["rho"] = max(
+            worst["rho"],
+            _row_error(rho.double().numpy(), np_attention.rho(alpha, loc, scale, np_basis)),
+        )
+        ref = np_attention.jacobian(alpha, loc, scale, np_basis)
+        for i in (0, 1):
+            worst["jac"] = max(worst["jac"], _row_error(jac[:, i].numpy(), ref[:, i]))
+    print(alpha, worst)
+    assert worst["rho"] <= 1e-6 and worst["jac"] <= 1e-5, worst
+
+
+@pytest.mark.parametrize(
+    ("alpha", "sigma2", "loc"),
+    [(2.0, 1e-3, 0.3), (1.7, 1e-6, -1.0), (1.01, 1.0, 0.3), (1.5, 1e2, 1.7)],
+)
+def test_matches_mpmath(alpha, sigma2, loc):
+    """Against the 24-digit mpmath oracle (independent of every closed form): 1e-12."""
+    sigma = float(np.float32(math.sqrt(sigma2)))
+    truth = np.array([[float(v) for v in part] for part in row(alpha, loc, sigma, MU_J, S_J)])
+    truth[1, MU_J == loc] = 0.0
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    rho, jac = _rho_and_jacobian(
+        alpha, torch.tensor([loc], dtype=F64), torch.tensor([sigma], dtype=F64), basis
+    )
+    assert _row_error(rho.numpy(), truth[None, 0]) <= 1e-12
+    for i in (0, 1):
+        assert _row_error(jac[:, i].numpy(), truth[None, 1 + i]) <= 1e-12
+
+
+def _gradcheck_1d(alpha, sigma, loc_values):
+    mu = torch.tensor([-0.4, 0.1, 0.35, 0.9], dtype=F64, requires_grad=True)
+    s = torch.tensor([0.05, 0.3, 0.1, 1.0], dtype=F64, requires_grad=True)
+    loc = torch.tensor(loc_values, dtype=F64, requires_grad=True)
+    scale = torch.full_like(loc, sigma).requires_grad_(True)
+
+    def f(loc, scale, mu, s):
+        return continuous_attention(loc, scale, GaussianRBF(mu, s), alpha)
+
+    return torch.autograd.gradcheck(f, (loc, scale, mu, s), eps=1e-7, atol=1e-7, rtol=1e-5)
+
+
+@pytest.mark.parametrize("alpha", CLOSED_ALPHAS + (1.7, 3.0))
+@pytest.mark.parametrize("sigma", [0.03, 0.5])
+def test_gradcheck_1d_every_alpha_case(alpha, sigma):
+    """loc, scale and both basis parameters (translation + homogeneity backward)."""
+    assert _gradcheck_1d(alpha, sigma, [0.1, 0.4, -0.3])
+
+
+def test_gradient_of_natural_parameters_is_prop_3_jacobian():
+    """d rho / d theta through loc_scale_from_natural equals NumPy's cov_{p,2-alpha}."""
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    np_basis = np_attention.GaussianRBF(MU_J, S_J)
+    for alpha in (1.0, 2.0, 1.7):
+        theta1 = torch.tensor([0.3 / 0.04], dtype=F64, requires_grad=True)
+        theta2 = torch.tensor([-1 / (2 * 0.04)], dtype=F64, requires_grad=True)
+        rho = continuous_attention(*loc_scale_from_natural(theta1, theta2), basis, alpha)
+        jac = np.stack(
+            [
+                torch.cat(
+                    torch.autograd.grad(rho[0, j], [theta1, theta2], retain_graph=True)
+                ).numpy()
+                for j in range(rho.shape[-1])
+            ],
+            -1,
+        )
+        ref = np_attention.jacobian(alpha, 0.3, 0.2, np_basis)
+        assert _row_error(jac, ref) < 1e-11, alpha
+
+
+def test_reentrant_two_forwards_then_backward():
+    """Nothing mutable in ctx: interleaved forwards give the same gradients as fresh runs."""
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    grads = []
+    for alpha in (2.0, 1.7, 1.0):
+        a = torch.tensor([0.3, -0.2], dtype=F64, requires_grad=True)
+        b = torch.tensor([1.1, 0.0], dtype=F64, requires_grad=True)
+        sa = torch.tensor([0.1, 0.5], dtype=F64, requires_grad=True)
+        sb = torch.tensor([0.02, 2.0], dtype=F64, requires_grad=True)
+        out_a = continuous_attention(a, sa, basis, alpha)
+        out_b = continuous_attention(b, sb, basis, alpha)
+        (out_a.sum() + 2 * out_b.sum()).backward()
+        for x, sx, w in ((a, sa, 1.0), (b, sb, 2.0)):
+            xf, sf = (
+                x.detach().clone().requires_grad_(True),
+                sx.detach().clone().requires_grad_(True),
+            )
+            (w * continuous_attention(xf, sf, basis, alpha).sum()).backward()
+            assert torch.equal(xf.grad, x.grad) and torch.equal(sf.grad, sx.grad)
+        grads.append(a.grad)
+    assert all(torch.isfinite(g).all() for g in grads)
+
+
+def test_alpha_to_one_is_continuous():
+    """rho(alpha) -> rho(1) (the Gaussian case) as alpha -> 1: O(alpha - 1)."""
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    loc, scale = torch.tensor([0.3, -1.0], dtype=F64), torch.tensor([0.2, 0.05], dtype=F64)
+    gauss = continuous_attention(loc, scale, basis, 1.0)
+    gaps = []
+    for eps in (1e-2, 1e-3):
+        near = continuous_attention(loc, scale, basis, 1 + eps)
+        gaps.append(float(((near - gauss).abs().amax(-1) / gauss.abs().amax(-1)).max()))
+    assert gaps[1] < gaps[0] / 5 and gaps[1] < 1e-2, gaps
+
+
+def test_alpha_as_tensor_requiring_grad_is_accepted_without_gradient():
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    alpha = torch.tensor(1.5, dtype=F64, requires_grad=True)
+    loc = torch.tensor([0.3], dtype=F64, requires_grad=True)
+    continuous_attention(loc, torch.tensor([0.2], dtype=F64), basis, alpha).sum().backward()
+    assert alpha.grad is None and torch.isfinite(loc.grad).all()
+
+
+@pytest.mark.parametrize(("dtype", "bound"), [(torch.float16, 2e-3), (torch.bfloat16, 1.6e-2)])
+def test_half_precision_computed_internally(dtype, bound):
+    """float16 / bfloat16 work within their precision; gradients come back in the input dtype."""
+    basis = GaussianRBF(torch.tensor(MU_J, dtype=dtype), torch.tensor(S_J, dtype=dtype))
+    loc = torch.tensor([0.3, 1.0], dtype=dtype, requires_grad=True)
+    scale = torch.tensor([0.2, 0.5], dtype=dtype, requires_grad=True)
+    out = continuous_attention(loc, scale, basis, 2.0)
+    out.sum().backward()
+    assert out.dtype == dtype and loc.grad.dtype == dtype and scale.grad.dtype == dtype
+    ref = continuous_attention(
+        loc.detach().double(),
+        scale.detach().double(),
+        GaussianRBF(basis.mu.double(), basis.sigma.double()),
+        2.0,
+    )
+    assert _row_error(out.detach().double().numpy(), ref.numpy()) <= bound
+
+
+# ---------------------------------------------------------------- 2D
+
+
+def _basis_2d(dtype=F64, requires_grad=False):
+    rng = np.random.default_rng(1)
+    mu = rng.uniform(-1, 1, (5, 2))
+    low = rng.normal(size=(5, 2, 2)) * 0.3
+    sigma = low @ low.transpose(0, 2, 1) + 0.05 * np.eye(2)
+    mu_t = torch.tensor(mu, dtype=dtype, requires_grad=requires_grad)
+    sigma_t = torch.tensor(sigma, dtype=dtype, requires_grad=requires_grad)
+    return mu, sigma, mu_t, sigma_t
+
+
+def _sym(m):
+    return (m + m.transpose(-1, -2)) / 2
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_2d_matches_numpy_and_prop_3(alpha):
+    mu, sigma, mu_t, sigma_t = _basis_2d()
+    rng = np.random.default_rng(2)
+    loc = rng.uniform(-1, 1, (3, 2))
+    low = rng.normal(size=(3, 2, 2)) * 0.5
+    cov = low @ low.transpose(0, 2, 1) + 0.1 * np.eye(2)
+    np_basis = np_attention.GaussianRBF(mu, sigma)
+    loc_t = torch.tensor(loc, requires_grad=True)
+    cov_t = torch.tensor(cov, requires_grad=True)
+    rho = continuous_attention(loc_t, cov_t, GaussianRBF(mu_t, sigma_t), alpha)
+    assert _row_error(rho.detach().numpy(), np_attention.rho(alpha, loc, cov, np_basis)) <= 1e-12
+    # d rho / d mu = Sigma^-1 J_t (theta_1 = Sigma^-1 mu)
+    jac = np_attention.jacobian(alpha, loc, cov, np_basis)
+    for j in range(5):
+        (g,) = torch.autograd.grad(rho[:, j].sum(), [loc_t], retain_graph=True)
+        want = np.linalg.solve(cov, jac[:, :2, j][..., None])[..., 0]
+        assert np.abs(g.numpy() - want).max() <= 1e-11 * np.abs(jac[:, :2]).max()
+
+
+@pytest.mark.parametrize("alpha", [1.0, 2.0])
+def test_gradcheck_2d(alpha):
+    _, _, mu_t, sigma_t = _basis_2d(requires_grad=True)
+    loc = torch.tensor([[0.1, -0.2], [0.5, 0.3]], dtype=F64, requires_grad=True)
+    cov = torch.tensor(
+        [[[0.3, 0.05], [0.05, 0.2]], [[1.0, -0.3], [-0.3, 0.5]]], dtype=F64, requires_grad=True
+    )
+
+    def f(loc, cov, mu, sigma):
+        return continuous_attention(loc, _sym(cov), GaussianRBF(mu, _sym(sigma)), alpha, angles=256)
+
+    if alpha == 2.0:  # the RBF covariances get no gradient in the 2D sparsemax op
+        sigma_t = sigma_t.detach()
+    assert torch.autograd.gradcheck(f, (loc, cov, mu_t, sigma_t), eps=1e-6, atol=1e-7, rtol=1e-5)
+
+
+def test_2d_sparsemax_refuses_trainable_rbf_covariances():
+    _, _, mu_t, sigma_t = _basis_2d(requires_grad=True)
+    with pytest.raises(ValueError, match="basis.sigma"):
+        continuous_attention(
+            torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64), GaussianRBF(mu_t, sigma_t), 2.0
+        )
+
+
+# ---------------------------------------------------------------- module, ridge
+
+
+def test_module_and_ridge_value_function():
+    """c = B rho with B = H G (eq 16); G solves the ridge problem and is cached."""
+    basis = GaussianRBF(torch.linspace(0, 1, 6, dtype=F64), torch.full((6,), 0.2, dtype=F64))
+    positions = torch.linspace(0, 1, 20, dtype=F64)
+    g = ridge_value_function(positions, basis, 0.1)
+    assert g is ridge_value_function(positions, basis, 0.1)  # cached
+    f = basis(positions).T  # (N, L)
+    expected = f.T @ torch.linalg.inv(f @ f.T + 0.1 * torch.eye(6, dtype=F64))
+    assert torch.allclose(g, expected, rtol=1e-10, atol=1e-12)
+    h = torch.randn(4, 3, 20, dtype=F64)
+    values = h @ g  # (4, 3, N)
+    layer = ContinuousAttention(basis, alpha=1.5)
+    loc, scale = torch.rand(4, dtype=F64), torch.full((4,), 0.1, dtype=F64)
+    context = layer(loc, scale, values)
+    assert context.shape == (4, 3)
+    assert torch.allclose(
+        context, (values @ continuous_attention(loc, scale, basis, 1.5)[..., None])[..., 0]
+    )
+    trainable = GaussianRBF(torch.nn.Parameter(basis.mu.clone()), basis.sigma.clone())
+    ridge_value_function(positions, trainable, 0.1).sum().backward()
+    assert trainable.mu.grad is not None and torch.isfinite(trainable.mu.grad).all()
+
+
+# ---------------------------------------------------------------- stress
+
+
+def stress_counts(batch: int, dtypes=(torch.float32, F64)) -> dict:
+    """Non-finite values in forward and backward over sigma^2 in [1e-8, 1e4], loc in [-10, 10]."""
+    gen = torch.Generator().manual_seed(0)
+    counts = {}
+    for dtype, alpha in itertools.product(dtypes, STRESS_ALPHAS):
+        basis = GaussianRBF(
+            torch.linspace(0, 1, 16, dtype=dtype, requires_grad=True),
+            torch.tensor([1e-3, 1e-2, 0.1, 1.0] * 4, dtype=dtype, requires_grad=True),
+        )
+        log_var = torch.rand(batch, generator=gen, dtype=F64) * 12 - 8
+        loc = (torch.rand(batch, generator=gen, dtype=F64) * 20 - 10).to(dtype).requires_grad_(True)
+        scale = torch.sqrt(10**log_var).to(dtype).requires_grad_(True)
+        out = continuous_attention(loc, scale, basis, alpha)
+        out.square().sum().backward()
+        bad = int((~torch.isfinite(out)).sum())
+        for t in (loc.grad, scale.grad, basis.mu.grad, basis.sigma.grad):
+            bad += int((~torch.isfinite(t)).sum())
+        counts[(str(dtype), alpha)] = bad
+    return counts
+
+
+def test_stress_no_nan_or_inf_batch_1_and_2000():
+    for batch in (1, 2000):
+        counts = stress_counts(batch)
+        assert sum(counts.values()) == 0, counts
+
+
+@pytest.mark.slow
+def test_stress_no_nan_or_inf_batch_100000():
+    counts = stress_counts(100_000)
+    print(counts)
+    assert sum(counts.values()) == 0, counts
+
+
+# ---------------------------------------------------------------- compile, devices, errors
+
+
+def _compiled_matches_eager(alpha: float) -> None:
+    torch._dynamo.reset()
+    basis = GaussianRBF(torch.linspace(0, 1, 8, dtype=F64), torch.full((8,), 0.1, dtype=F64))
+    loc = torch.rand(16, dtype=F64, requires_grad=True)
+    scale = torch.full((16,), 0.1, dtype=F64, requires_grad=True)
+
+    def f(loc, scale):
+        return continuous_attention(loc, scale, basis, alpha)
+
+    eager = f(loc, scale)
+    grads = torch.autograd.grad(eager.sum(), [loc, scale])
+    compiled = torch.compile(f, fullgraph=True, backend="inductor")
+    out = compiled(loc, scale)
+    grads_c = torch.autograd.grad(out.sum(), [loc, scale])
+    assert torch.allclose(out, eager, rtol=1e-12, atol=1e-14)
+    assert all(
+        torch.allclose(a, b, rtol=1e-11, atol=1e-12) for a, b in zip(grads, grads_c, strict=True)
+    )
+
+
+def test_torch_compile_fullgraph_closed_form():
+    _compiled_matches_eager(2.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 1.7])
+def test_torch_compile_fullgraph_other_alphas(alpha):
+    _compiled_matches_eager(alpha)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("alpha", [1.0, 2.0, 1.5, 1.7])
+def test_cuda_matches_cpu(alpha):
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    loc = torch.tensor(LOCS, dtype=F64)
+    scale = torch.full_like(loc, 0.05)
+    cpu = continuous_attention(loc, scale, basis, alpha)
+    gpu = continuous_attention(loc.cuda(), scale.cuda(), basis.to("cuda"), alpha)
+    assert _row_error(gpu.cpu().numpy(), cpu.numpy()) <= 1e-12
+
+
+def test_bad_input_names_the_argument():
+    basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
+    loc = torch.tensor([0.3], dtype=F64)
+    cases = [
+        (
+            lambda: continuous_attention(loc, torch.tensor([0.0], dtype=F64), basis),
+            ValueError,
+            "scale",
+        ),
+        (
+            lambda: continuous_attention(loc, torch.tensor([-1.0], dtype=F64), basis),
+            ValueError,
+            "scale",
+        ),
+        (
+            lambda: continuous_attention(torch.tensor([math.nan], dtype=F64), 0.1, basis),
+            ValueError,
+            "loc",
+        ),
+        (lambda: continuous_attention(loc, 0.1, basis, alpha=0.5), ValueError, "alpha"),
+        (lambda: continuous_attention(loc, 0.1, basis, alpha=math.nan), ValueError, "alpha"),
+        (lambda: continuous_attention(loc.float(), 0.1, basis), ValueError, "dtype"),
+        (
+            lambda: continuous_attention(
+                torch.zeros(3, dtype=F64), torch.ones(4, dtype=F64), basis
+            ),
+            ValueError,
+            "broadcast",
+        ),
+        (lambda: continuous_attention(loc.to("meta"), 0.1, basis), ValueError, "basis is on"),
+        (lambda: continuous_attention(loc, 0.1, "basis"), TypeError, "basis"),
+        (lambda: GaussianRBF(torch.zeros(3), torch.tensor([1.0, 0.0, 1.0])), ValueError, "sigma"),
+        (
+            lambda: GaussianRBF(torch.zeros(3, 2), torch.eye(2).expand(3, 2, 2) * -1),
+            ValueError,
+            "positive definite",
+        ),
+        (
+            lambda: ridge_value_function(torch.zeros(3, 2, dtype=F64), basis, 0.1),
+            ValueError,
+            "positions",
+        ),
+        (
+            lambda: ridge_value_function(torch.zeros(3, dtype=F64), basis, -1.0),
+            ValueError,
+            "penalty",
+        ),
+    ]
+    _, _, mu2, sigma2 = _basis_2d()
+    basis2 = GaussianRBF(mu2, sigma2)
+    not_pd = torch.tensor([[1.0, 2.0], [2.0, 1.0]], dtype=F64)
+    cases += [
+        (
+            lambda: continuous_attention(torch.zeros(2, dtype=F64), not_pd, basis2),
+            ValueError,
+            "positive definite",
+        ),
+        (
+            lambda: continuous_attention(
+                torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64), basis2, 1.5
+            ),
+            ValueError,
+            "alpha",
+        ),
+        (
+            lambda: continuous_attention(
+                torch.zeros(3, dtype=F64), torch.eye(2, dtype=F64), basis2
+            ),
+            ValueError,
+            "loc",
+        ),
+    ]
+    for call, error, match in cases:
+        with pytest.raises(error, match=match):
+            call()
