@@ -10,7 +10,7 @@ Ops:
   ``ContinuousAttention``, ``ridge_value_function``, ``loc_scale_from_natural``
   (torch_bridge.attention);
 - kernel attention (seed 001 Alg 1): ``kernel_attention``, ``KernelAttention``
-  (torch_bridge.kernel_attention);
+  (torch_bridge.kernel);
 - ``BetaGaussian``, a torch.distributions.Distribution (torch_bridge.distributions);
 - ev-softmax (seed 002): ``ev_softmax``, ``log_ev_softmax``,
   ``ev_softmax_nll_loss``, ``EvSoftmax``, ``LogEvSoftmax`` (torch_bridge.discrete).
@@ -32,7 +32,7 @@ from torch_bridge.discrete import (
     log_ev_softmax,
 )
 from torch_bridge.distributions import BetaGaussian
-from torch_bridge.kernel_attention import KernelAttention, kernel_attention
+from torch_bridge.kernel import KernelAttention, kernel_attention
 
 __all__ = [
     "BetaGaussian",

@@ -11,17 +11,20 @@ bandwidth, the RBF widths and the base std. Each panel gets ``nodes``
 Gauss-Legendre nodes, shared by every row, so f~ and psi on them are matrix
 products. For alpha > 1, a panel whose end values of u = 1 + (alpha-1) f~
 differ in sign holds a support boundary: its root is found (bracketed
-Newton) and the positive part is integrated with Gauss-Jacobi nodes carrying
-(t - root)^(1/(alpha-1)) at the root end. Everything is summed in log space
+Newton) and the positive part gets its own nodes (Gauss-Legendre when
+1/(alpha-1) is an integer, else Gauss-Jacobi carrying (t - root)^(1/(alpha-1))). Everything is summed in log space
 (log q0 + log exp_{2-alpha} f~ minus the row maximum), so a Gaussian base far
 from the mass gives neither Z = 0 nor NaN.
 
 Backward: autograd through the integrand, with the nodes constant. The
-support boundaries are computed without gradient, which is exact by the
+support boundaries are constants in the backward pass, which is exact by the
 Leibniz rule: d/dgamma int_a^{root(gamma)} g = int dg/dgamma + g(root) droot/dgamma,
 and g(root) = [u(root)]_+^(1/(alpha-1)) = 0. (Kinks of the Laplace kernel
 are fixed panel ends; the integrand is continuous there, so moving them
 changes nothing either.) Checked against finite differences in the tests.
+The exception is a non-integer 1/(alpha-1), whose Gauss-Jacobi rule is
+exact only at the exact root: there the root carries its implicit gradient
+(see _boundary_part).
 One panel is assumed to hold at most one support boundary; panels are no
 wider than the kernel bandwidth, over which u changes sign at most once
 unless a bump of f~ just touches -1/(alpha-1).
@@ -305,40 +308,56 @@ def _boundary_part(
     f_edges: torch.Tensor,
     n: int,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Log masses, psi values and row indices on the support part of boundary panels."""
+    """Log masses, psi values and row indices on the support part of boundary panels.
+
+    Integer 1/(alpha-1) (alpha = 2, 3/2, 4/3, ...): [u]_+^power is smooth up to
+    the root, so plain Gauss-Legendre on [a, root], with the root a constant in
+    the backward pass (the Leibniz rule of the module docstring). Otherwise
+    Gauss-Jacobi with (t - root)^power in the weight; that rule is exact only at
+    the exact root, so its nodes carry the root's implicit gradient
+    d root = -(du/dgamma) / (du/dt) (one Newton step whose value is 0).
+    """
     positive = 1 + (alpha - 1) * f_edges > 0  # (B, P + 1)
     boundary = positive[:, :-1] != positive[:, 1:]
     rows, panels = boundary.nonzero(as_tuple=True)
     power = 1 / (alpha - 1)
-    with torch.no_grad():  # constants in the backward pass (Leibniz rule, module docstring)
-        starts_inside = positive[rows, panels]  # support on [lo, root]; else [root, hi]
-        u_ends = 1 + (alpha - 1) * f_edges
-        root = _roots(
-            g[rows].detach(),
-            lo_t[panels],
-            hi_t[panels],
-            u_ends[rows, panels],
-            u_ends[rows, panels + 1],
-            inducing.detach(),
-            kernel,
-            bandwidth,
-            alpha,
-        )
-        a = torch.where(starts_inside, lo_t[panels], root)
-        b = torch.where(starts_inside, root, hi_t[panels])
-        half = ((b - a) / 2)[:, None]
-        # The root end carries (t - root)^power: (1 - x)^power at b, (1 + x)^power at a.
+    smooth = abs(power - round(power)) < 1e-9
+    starts_inside = positive[rows, panels]  # support on [lo, root]; else [root, hi]
+    u_ends = (1 + (alpha - 1) * f_edges).detach()
+    root = _roots(
+        g[rows].detach(),
+        lo_t[panels],
+        hi_t[panels],
+        u_ends[rows, panels],
+        u_ends[rows, panels + 1],
+        inducing.detach(),
+        kernel,
+        bandwidth,
+        alpha,
+    )
+    if not smooth:
+        u_root, slope = _u_and_slope(root, g[rows], inducing, kernel, bandwidth, alpha)
+        root = root - (u_root - u_root.detach()) / slope.detach()
+    a = torch.where(starts_inside, lo_t[panels], root)
+    b = torch.where(starts_inside, root, hi_t[panels])
+    half = ((b - a) / 2)[:, None]
+    inside = starts_inside[:, None]
+    if smooth:
+        x, w = (v.to(g.device) for v in _jacobi_cpu(n, 0.0, 0.0))
+        x, w = x.expand(half.shape[0], -1), w.expand(half.shape[0], -1)
+    else:  # (1 - x)^power at a root at b, (1 + x)^power at a root at a
         x_right, w_right = (v.to(g.device) for v in _jacobi_cpu(n, power, 0.0))
         x_left, w_left = (v.to(g.device) for v in _jacobi_cpu(n, 0.0, power))
-        inside = starts_inside[:, None]
         x = torch.where(inside, x_right, x_left)
         w = torch.where(inside, w_right, w_left)
-        t = a[:, None] + half * (x + 1)
-        distance = half * torch.where(inside, 1 - x, 1 + x)  # |t - root|
-        log_w = torch.log(w * half) + power * torch.log(half)
+    t = a[:, None] + half * (x + 1)
     f = torch.einsum("rm,rnm->rn", g[rows], _kernel_matrix(t, inducing, kernel, bandwidth))
-    # log of [u]_+^power / |t - root|^power, the smooth part left to the rule
-    log_e = _deformed.log_exp_beta(f, 2 - alpha) - power * torch.log(distance)
+    log_e = _deformed.log_exp_beta(f, 2 - alpha)
+    log_w = torch.log(w * half)
+    if not smooth:  # the rule holds |t - root|^power: leave [u]_+^power / |t - root|^power
+        distance = half * torch.where(inside, 1 - x, 1 + x)
+        log_e = log_e - power * torch.log(distance)
+        log_w = log_w + power * torch.log(half)
     log_mass = log_e + _log_base(t, base) + log_w
     psi = torch.exp(-(((t[..., None] - mu) / sd) ** 2) / 2) / (sd * math.sqrt(2 * math.pi))
     return log_mass, psi, rows

@@ -1,0 +1,113 @@
+"""torch_bridge.BetaGaussian against tsallis.distributions and scipy; sampling; natural
+parameters; gradients; bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+torch = pytest.importorskip("torch")
+
+from tsallis.distributions import BetaGaussian as NumpyBetaGaussian  # noqa: E402
+from torch_bridge import BetaGaussian, loc_scale_from_natural  # noqa: E402
+
+F64 = torch.float64
+ALPHAS = (1.01, 1.25, 1.5, 2.0, 3.0, 5.0)
+
+
+@pytest.mark.parametrize("alpha", ALPHAS)
+def test_matches_numpy_family_1d(alpha):
+    loc, scale = np.array([0.3, -1.0, 2.0]), np.array([0.5, 2.0, 1e-3])
+    d = BetaGaussian(alpha, torch.tensor(loc), torch.tensor(scale))
+    ref = NumpyBetaGaussian(alpha, loc, scale)
+    x = loc + np.array([0.1, -0.7, 2e-4])
+    np.testing.assert_allclose(d.log_prob(torch.tensor(x)).numpy(), ref.logpdf(x), rtol=1e-12)
+    np.testing.assert_allclose(d.variance.numpy(), ref.var(), rtol=1e-13)
+    np.testing.assert_allclose(d.entropy().numpy(), ref.tsallis_entropy(), rtol=1e-12)
+    a = d.half_width.numpy()
+    lo, hi = d.support.lower_bound.numpy(), d.support.upper_bound.numpy()
+    # loc -+ a are rounded: a few ulps of |loc| + a
+    np.testing.assert_allclose(hi - lo, 2 * a, rtol=0, atol=4 * np.finfo(float).eps * (3 + a.max()))
+    outside = torch.tensor(loc + 1.01 * a)
+    assert torch.isneginf(d.log_prob(outside)).all()  # -inf, not an error
+
+
+def test_alpha_2_is_the_scaled_beta_law():
+    """alpha = 2: (t - loc)/a + 1)/2 ~ Beta(2, 2); compare with scipy.stats.beta."""
+    d = BetaGaussian(2.0, torch.tensor(0.4, dtype=F64), torch.tensor(0.7, dtype=F64))
+    a = float(d.half_width)
+    t = np.linspace(0.4 - 0.9 * a, 0.4 + 0.9 * a, 9)
+    ref = stats.beta(2, 2, loc=0.4 - a, scale=2 * a).logpdf(t)
+    np.testing.assert_allclose(d.log_prob(torch.tensor(t)).numpy(), ref, rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", (1.25, 2.0, 3.0))
+def test_rsample_moments_and_support(alpha):
+    """2e5 samples: mean and variance within 5 standard errors; every sample in the support;
+    a Kolmogorov-Smirnov test against the CDF integrated from log_prob."""
+    torch.manual_seed(0)
+    d = BetaGaussian(alpha, torch.tensor([0.3], dtype=F64), torch.tensor([0.5], dtype=F64))
+    x = d.rsample((200_000,))[:, 0]
+    var = float(d.variance[0])
+    assert abs(float(x.mean()) - 0.3) < 5 * (var / x.numel()) ** 0.5
+    assert abs(float(x.var()) / var - 1) < 0.02
+    a = float(d.half_width[0])
+    assert float((x - 0.3).abs().max()) <= a
+    grid = torch.linspace(0.3 - a, 0.3 + a, 20001, dtype=F64)
+    pdf = d.log_prob(grid[:, None])[:, 0].exp().numpy()
+    cdf = np.concatenate([[0], np.cumsum((pdf[1:] + pdf[:-1]) / 2 * np.diff(grid.numpy()))])
+    statistic = stats.kstest(x.numpy(), lambda v: np.interp(v, grid.numpy(), cdf)).statistic
+    assert statistic < 1.63 / (x.numel() ** 0.5)  # 1% level
+
+
+def test_multivariate_matches_numpy_and_samples():
+    torch.manual_seed(1)
+    sigma = np.array([[1.0, 0.3], [0.3, 0.5]])
+    for alpha in (1.5, 2.0):
+        d = BetaGaussian(alpha, torch.zeros(2, dtype=F64), torch.tensor(sigma))
+        ref = NumpyBetaGaussian(alpha, np.zeros(2), sigma)
+        y = np.array([[0.2, 0.1], [0.5, -0.4]])
+        np.testing.assert_allclose(d.log_prob(torch.tensor(y)).numpy(), ref.logpdf(y), rtol=1e-12)
+        np.testing.assert_allclose(d.covariance_matrix.numpy(), ref.cov(), rtol=1e-12)
+        x = d.rsample((100_000,))
+        np.testing.assert_allclose(torch.cov(x.T).numpy(), ref.cov(), atol=0.02 * ref.cov().max())
+        assert torch.isfinite(d.log_prob(x)).all()  # every sample inside the support
+
+
+def test_rsample_is_reparameterized_and_natural_parameters():
+    loc = torch.tensor(0.3, dtype=F64, requires_grad=True)
+    scale = torch.tensor(0.5, dtype=F64, requires_grad=True)
+    torch.manual_seed(2)
+    BetaGaussian(1.5, loc, scale).rsample((1000,)).mean().backward()
+    assert float(loc.grad) == pytest.approx(1.0, abs=1e-12)  # d mean(loc + ...) / d loc
+    assert torch.isfinite(scale.grad)
+    theta1, theta2 = torch.tensor(0.3 / 0.25, dtype=F64), torch.tensor(-1 / 0.5, dtype=F64)
+    d = BetaGaussian.from_natural(1.5, theta1, theta2)
+    assert float(d.loc) == pytest.approx(0.3, rel=1e-14)
+    assert float(d.scale) == pytest.approx(0.5, rel=1e-14)
+    assert loc_scale_from_natural(theta1, theta2)[1].item() == pytest.approx(0.5, rel=1e-14)
+
+
+def test_log_prob_gradcheck_inside_the_support():
+    loc = torch.tensor([0.3, -0.1], dtype=F64, requires_grad=True)
+    scale = torch.tensor([0.5, 1.2], dtype=F64, requires_grad=True)
+    alpha = torch.tensor([1.5, 2.5], dtype=F64, requires_grad=True)
+    x = torch.tensor([0.35, 0.2], dtype=F64)
+    assert torch.autograd.gradcheck(
+        lambda a, m, s: BetaGaussian(a, m, s).log_prob(x), (alpha, loc, scale)
+    )
+
+
+def test_bad_input():
+    for kwargs, match in (
+        ({"alpha": 1.0, "loc": 0.0, "scale": 1.0}, "alpha"),
+        ({"alpha": 0.5, "loc": 0.0, "scale": 1.0}, "alpha"),
+        ({"alpha": 2.0, "loc": 0.0, "scale": 0.0}, "scale"),
+        ({"alpha": 2.0, "loc": float("nan"), "scale": 1.0}, "loc"),
+        ({"alpha": 2.0, "loc": torch.zeros(2), "scale": -torch.eye(2)}, "positive definite"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            BetaGaussian(**kwargs)
+    with pytest.raises(ValueError, match="theta2"):
+        loc_scale_from_natural(torch.tensor(1.0), torch.tensor(0.5))
