@@ -390,7 +390,9 @@ def window_moments(
     centre = (em - ep) / 2
     wide = ~done & ((1 + 2 * centre.abs()) <= 2 * r * r)
     if dense or bool(wide.any()):
-        mass = 1 / gen.rho_constant(torch.tensor(1 + 1 / (m + 1), dtype=torch.float64, device=r.device))
+        mass = 1 / gen.rho_constant(
+            torch.tensor(1 + 1 / (m + 1), dtype=torch.float64, device=r.device)
+        )
 
         def wide_form(c: torch.Tensor, rr: torch.Tensor) -> dict:
             return _wide_moments(c, rr, m, second, mass)

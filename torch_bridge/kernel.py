@@ -9,10 +9,11 @@ panels at the Laplace kernel's centres (its kinks), at the Gaussian base's
 break points, and into pieces no wider than the narrowest of the kernel
 bandwidth, the RBF widths and the base std. Each panel gets ``nodes``
 Gauss-Legendre nodes, shared by every row, so f~ and psi on them are matrix
-products. For alpha > 1, a panel whose end values of u = 1 + (alpha-1) f~
-differ in sign holds a support boundary: its root is found (bracketed
-Newton) and the positive part gets its own nodes (Gauss-Legendre when
-1/(alpha-1) is an integer, else Gauss-Jacobi carrying (t - root)^(1/(alpha-1))). Everything is summed in log space
+products. For alpha > 1, a panel where the values of u = 1 + (alpha-1) f~ at its ends
+or nodes differ in sign holds support boundaries: the roots are found
+(bracketed Newton) and the positive pieces get their own nodes (Gauss-Legendre
+when 1/(alpha-1) is an integer, else Gauss-Jacobi carrying |t - root|^(1/(alpha-1))
+at each root). Everything is summed in log space
 (log q0 + log exp_{2-alpha} f~ minus the row maximum), so a Gaussian base far
 from the mass gives neither Z = 0 nor NaN.
 
@@ -256,19 +257,22 @@ def _integrate(
     log_e = _deformed.log_exp_beta(f_shared, beta)  # -inf off the support
     log_q = _log_base(t_shared, base)
     if alpha > 1:
+        # Signs of u at each panel's ends and nodes locate the support boundaries.
         f_edges = (g @ _kernel_matrix(edges, inducing, kernel, bandwidth).T).detach()
-        positive = 1 + (alpha - 1) * f_edges > 0  # (B, P + 1)
-        full = positive[:, :-1] & positive[:, 1:]
+        u_nodes = (1 + (alpha - 1) * f_shared.detach()).reshape(g.shape[0], -1, n)
+        u_edges = 1 + (alpha - 1) * f_edges
+        u_points = torch.cat([u_edges[:, :-1, None], u_nodes, u_edges[:, 1:, None]], -1)
+        changes = (u_points[..., :-1] > 0) != (u_points[..., 1:] > 0)  # (B, P, n + 1)
+        full = ~changes.any(-1) & (u_edges[:, :-1] > 0)
         keep = full.repeat_interleave(n, dim=1)
         log_e = torch.where(keep, log_e, torch.full_like(log_e, -math.inf))
     log_mass = log_e + log_q + torch.log(w_shared)
     psi = torch.exp(-(((t_shared[:, None] - mu) / sd) ** 2) / 2) / (sd * math.sqrt(2 * math.pi))
     parts = [(log_mass, psi, None)]
     if alpha > 1:
-        parts.append(
-            _boundary_part(
-                g, inducing, kernel, bandwidth, alpha, base, mu, sd, lo_t, hi_t, f_edges, n
-            )
+        points = torch.cat([lo_t[:, None], t_shared.reshape(-1, n), hi_t[:, None]], -1)
+        parts += _boundary_parts(
+            g, inducing, kernel, bandwidth, alpha, base, mu, sd, points, u_points, changes, n
         )
     top = torch.stack(
         [p[0].amax(-1) if p[2] is None else _row_max(p[0], p[2], g.shape[0]) for p in parts]
@@ -294,7 +298,7 @@ def _row_max(values: torch.Tensor, rows: torch.Tensor, count: int) -> torch.Tens
     return top.scatter_reduce(0, rows, values.amax(-1), reduce="amax")
 
 
-def _boundary_part(
+def _boundary_parts(
     g: torch.Tensor,
     inducing: torch.Tensor,
     kernel: str,
@@ -303,64 +307,102 @@ def _boundary_part(
     base: UniformBase | GaussianBase,
     mu: torch.Tensor,
     sd: torch.Tensor,
-    lo_t: torch.Tensor,
-    hi_t: torch.Tensor,
-    f_edges: torch.Tensor,
+    points: torch.Tensor,
+    u_points: torch.Tensor,
+    changes: torch.Tensor,
     n: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Log masses, psi values and row indices on the support part of boundary panels.
+) -> list[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """Log masses, psi values and row indices on the support pieces of boundary panels.
 
-    Integer 1/(alpha-1) (alpha = 2, 3/2, 4/3, ...): [u]_+^power is smooth up to
-    the root, so plain Gauss-Legendre on [a, root], with the root a constant in
+    A boundary panel has a sign change of u between consecutive points of
+    (lo, its nodes, hi). Its first and last changes bracket roots r1 <= r2, and
+    its support is [lo, r1] and/or [r2, hi] (u > 0 at the panel ends) or
+    [r1, r2] (u <= 0 at both ends): at most two pieces, each with its own
+    nodes. (A third root in one panel, or a dip below 0 between two nodes,
+    would be missed; panels are no wider than the kernel bandwidth.)
+
+    Integer 1/(alpha-1) (alpha = 2, 3/2, 4/3, ...): [u]_+^power is smooth up to a
+    root, so plain Gauss-Legendre on each piece, with the roots constants in
     the backward pass (the Leibniz rule of the module docstring). Otherwise
-    Gauss-Jacobi with (t - root)^power in the weight; that rule is exact only at
-    the exact root, so its nodes carry the root's implicit gradient
+    Gauss-Jacobi with |t - root|^power at each root end; that rule is exact
+    only at the exact root, so its nodes carry the root's implicit gradient
     d root = -(du/dgamma) / (du/dt) (one Newton step whose value is 0).
     """
-    positive = 1 + (alpha - 1) * f_edges > 0  # (B, P + 1)
-    boundary = positive[:, :-1] != positive[:, 1:]
-    rows, panels = boundary.nonzero(as_tuple=True)
+    rows, panels = changes.any(-1).nonzero(as_tuple=True)
+    if rows.numel() == 0:
+        return []
     power = 1 / (alpha - 1)
     smooth = abs(power - round(power)) < 1e-9
-    starts_inside = positive[rows, panels]  # support on [lo, root]; else [root, hi]
-    u_ends = (1 + (alpha - 1) * f_edges).detach()
-    root = _roots(
-        g[rows].detach(),
-        lo_t[panels],
-        hi_t[panels],
-        u_ends[rows, panels],
-        u_ends[rows, panels + 1],
-        inducing.detach(),
-        kernel,
-        bandwidth,
-        alpha,
-    )
-    if not smooth:
-        u_root, slope = _u_and_slope(root, g[rows], inducing, kernel, bandwidth, alpha)
-        root = root - (u_root - u_root.detach()) / slope.detach()
-    a = torch.where(starts_inside, lo_t[panels], root)
-    b = torch.where(starts_inside, root, hi_t[panels])
-    half = ((b - a) / 2)[:, None]
-    inside = starts_inside[:, None]
-    if smooth:
-        x, w = (v.to(g.device) for v in _jacobi_cpu(n, 0.0, 0.0))
-        x, w = x.expand(half.shape[0], -1), w.expand(half.shape[0], -1)
-    else:  # (1 - x)^power at a root at b, (1 + x)^power at a root at a
-        x_right, w_right = (v.to(g.device) for v in _jacobi_cpu(n, power, 0.0))
-        x_left, w_left = (v.to(g.device) for v in _jacobi_cpu(n, 0.0, power))
-        x = torch.where(inside, x_right, x_left)
-        w = torch.where(inside, w_right, w_left)
-    t = a[:, None] + half * (x + 1)
-    f = torch.einsum("rm,rnm->rn", g[rows], _kernel_matrix(t, inducing, kernel, bandwidth))
-    log_e = _deformed.log_exp_beta(f, 2 - alpha)
-    log_w = torch.log(w * half)
-    if not smooth:  # the rule holds |t - root|^power: leave [u]_+^power / |t - root|^power
-        distance = half * torch.where(inside, 1 - x, 1 + x)
-        log_e = log_e - power * torch.log(distance)
-        log_w = log_w + power * torch.log(half)
-    log_mass = log_e + _log_base(t, base) + log_w
-    psi = torch.exp(-(((t[..., None] - mu) / sd) ** 2) / 2) / (sd * math.sqrt(2 * math.pi))
-    return log_mass, psi, rows
+    flags = changes[rows, panels]  # (R, n + 1)
+    width = flags.shape[-1]
+    first = flags.int().argmax(-1)
+    last = width - 1 - flags.flip(-1).int().argmax(-1)
+    pts, vals = points[panels], u_points[rows, panels]
+    roots = []
+    for k in (first, last):
+        lo, hi = pts.gather(-1, k[:, None])[:, 0], pts.gather(-1, k[:, None] + 1)[:, 0]
+        u_lo, u_hi = vals.gather(-1, k[:, None])[:, 0], vals.gather(-1, k[:, None] + 1)[:, 0]
+        root = _roots(
+            g[rows].detach(), lo, hi, u_lo, u_hi, inducing.detach(), kernel, bandwidth, alpha
+        )
+        if not smooth:
+            u_root, slope = _u_and_slope(root, g[rows], inducing, kernel, bandwidth, alpha)
+            root = root - (u_root - u_root.detach()) / slope.detach()
+        roots.append(root)
+    r1, r2 = roots
+    lo_t, hi_t = pts[:, 0], pts[:, -1]
+    in_lo, in_hi = vals[:, 0] > 0, vals[:, -1] > 0
+    # (a, b, root at a, root at b, which panels have this piece)
+    pieces = [
+        (
+            torch.where(in_lo, lo_t, torch.where(in_hi, r2, r1)),
+            torch.where(in_lo, r1, torch.where(in_hi, hi_t, r2)),
+            ~in_lo,
+            ~(~in_lo & in_hi),
+            torch.ones_like(in_lo),
+        ),
+        (r2, hi_t, torch.ones_like(in_lo), torch.zeros_like(in_lo), in_lo & in_hi),
+    ]
+    out = []
+    for a, b, root_a, root_b, present in pieces:
+        if not bool(present.any()):
+            continue
+        sel = present.nonzero().squeeze(-1)
+        a, b, root_a, root_b = a[sel], b[sel], root_a[sel], root_b[sel]
+        half = ((b - a) / 2)[:, None]
+        if smooth:
+            x, w = (v.to(g.device) for v in _jacobi_cpu(n, 0.0, 0.0))
+            x, w = x.expand(sel.shape[0], -1), w.expand(sel.shape[0], -1)
+        else:  # exponent power at each root end: (1 + x) at a, (1 - x) at b
+            x, w = _jacobi_by_end(n, power, root_a, root_b, g.device)
+        t = a[:, None] + half * (x + 1)
+        f = torch.einsum("rm,rnm->rn", g[rows[sel]], _kernel_matrix(t, inducing, kernel, bandwidth))
+        log_e = _deformed.log_exp_beta(f, 2 - alpha)
+        log_w = torch.log(w * half)
+        if not smooth:  # the rule holds |t - root|^power: leave [u]_+^power / that
+            for at_root, factor in ((root_a, 1 + x), (root_b, 1 - x)):
+                on = at_root[:, None]
+                log_e = log_e - torch.where(on, power * torch.log(half * factor), 0.0)
+                log_w = log_w + torch.where(on, power * torch.log(half), 0.0)
+        log_mass = log_e + _log_base(t, base) + log_w
+        psi = torch.exp(-(((t[..., None] - mu) / sd) ** 2) / 2) / (sd * math.sqrt(2 * math.pi))
+        out.append((log_mass, psi, rows[sel]))
+    return out
+
+
+def _jacobi_by_end(
+    n: int, power: float, root_a: torch.Tensor, root_b: torch.Tensor, device: torch.device
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per piece, Gauss-Jacobi nodes/weights of (1 - x)^(power at b) (1 + x)^(power at a)."""
+    table = [
+        [v.to(device) for v in _jacobi_cpu(n, power * right, power * left)]
+        for left in (0.0, 1.0)
+        for right in (0.0, 1.0)
+    ]
+    xs = torch.stack([t[0] for t in table])
+    ws = torch.stack([t[1] for t in table])
+    index = 2 * root_a.long() + root_b.long()
+    return xs[index], ws[index]
 
 
 class KernelAttention(nn.Module):
