@@ -13,7 +13,6 @@ torch = pytest.importorskip("torch")
 
 from attention_oracle import row  # noqa: E402
 
-from tsallis import attention as np_attention  # noqa: E402
 from torch_bridge import (  # noqa: E402
     ContinuousAttention,
     GaussianRBF,
@@ -21,6 +20,7 @@ from torch_bridge import (  # noqa: E402
     loc_scale_from_natural,
     ridge_value_function,
 )
+from tsallis import attention as np_attention  # noqa: E402
 
 F64 = torch.float64
 CLOSED_ALPHAS = (1.0, 1.25, 4 / 3, 1.5, 2.0)
@@ -88,7 +88,7 @@ def test_matches_numpy_reference_float64(alpha):
     assert worst["rho"] <= 1e-12 and worst["jac"] <= 1e-12, worst
 
 
-@pytest.mark.parametrize("alpha", CLOSED_ALPHAS + (1.7, 3.0))
+@pytest.mark.parametrize("alpha", (*CLOSED_ALPHAS, 1.7, 3.0))
 def test_float32_within_issue_3_bounds(alpha):
     """float32 in and out (computed in float64): rho <= 1e-6, J <= 1e-5 row-relative vs
     NumPy float64 on the same (float32-rounded) inputs, sigma^2 in [1e-8, 1e2]."""
@@ -144,7 +144,7 @@ def _gradcheck_1d(alpha, sigma, loc_values):
     return torch.autograd.gradcheck(f, (loc, scale, mu, s), eps=1e-7, atol=1e-7, rtol=1e-5)
 
 
-@pytest.mark.parametrize("alpha", CLOSED_ALPHAS + (1.7, 3.0))
+@pytest.mark.parametrize("alpha", (*CLOSED_ALPHAS, 1.7, 3.0))
 @pytest.mark.parametrize("sigma", [0.03, 0.5])
 def test_gradcheck_1d_every_alpha_case(alpha, sigma):
     """loc, scale and both basis parameters (translation + homogeneity backward)."""
@@ -288,7 +288,7 @@ def test_gradcheck_2d(alpha):
 
 def test_2d_sparsemax_refuses_trainable_rbf_covariances():
     _, _, mu_t, sigma_t = _basis_2d(requires_grad=True)
-    with pytest.raises(ValueError, match="basis.sigma"):
+    with pytest.raises(ValueError, match=r"basis\.sigma"):
         continuous_attention(
             torch.zeros(2, dtype=F64), torch.eye(2, dtype=F64), GaussianRBF(mu_t, sigma_t), 2.0
         )

@@ -9,8 +9,8 @@ from scipy import stats
 
 torch = pytest.importorskip("torch")
 
-from tsallis.distributions import BetaGaussian as NumpyBetaGaussian  # noqa: E402
 from torch_bridge import BetaGaussian, loc_scale_from_natural  # noqa: E402
+from tsallis.distributions import BetaGaussian as NumpyBetaGaussian  # noqa: E402
 
 F64 = torch.float64
 ALPHAS = (1.01, 1.25, 1.5, 2.0, 3.0, 5.0)

@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 
 from test_kernels import _truth  # noqa: E402
 
-from tsallis.kernels import GaussianBase, KernelFamily, UniformBase  # noqa: E402
 from torch_bridge import GaussianRBF, KernelAttention, kernel_attention  # noqa: E402
+from tsallis.kernels import GaussianBase, KernelFamily, UniformBase  # noqa: E402
 
 F64 = torch.float64
 INDUCING = np.linspace(0, 1, 12)
