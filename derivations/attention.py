@@ -219,7 +219,7 @@ def derive_attention() -> KernelSet:
                 moments,
                 f"(G({k}, 0), G({k - 1}, 1), G({k - 1}, 2) - G({k - 1}, 0)/{2 * k + 1}):"
                 f" rho and J moments for alpha = 1 + 1/{k}.",
-                )
+            )
         )
     constants = derive_constants()
     docs = {
