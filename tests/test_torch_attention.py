@@ -476,3 +476,16 @@ def test_bad_input_names_the_argument():
     for call, error, match in cases:
         with pytest.raises(error, match=match):
             call()
+
+
+def test_import_torch_bridge_does_not_import_sympy_mpmath_or_derivations():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch_bridge; "
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('sympy', 'mpmath', 'derivations')]; "
+        "print(bad); sys.exit(1 if bad else 0)"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -32,10 +32,13 @@ _CLOSED_MAX_OUT = {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
 # Closed form far outside: its relative error was measured below
 # 1e-16 (1 + d)^(2k+3) max(1, 5r)^(k-1) (k = 1..4, d <= 16 widths out, r <= 2);
 # such an element is kept when that is negligible within its row.
-# The row-shared rule: _SHARED_NODES Gauss-Jacobi nodes, for RBFs at least
+# The row-shared rule: _SHARED_NODES Gauss-Jacobi nodes (_SHARED_NODES_WIDE when every
+# RBF in the row is at least _SHARED_WIDE_R wide: measured as accurate), for RBFs at least
 # _SHARED_MIN_R half-widths wide; measured absolute error <= 1e-16 / r for
 # centres up to _SHARED_MAX_OUT widths outside (alpha = 1.01, 1.2, 3).
 _SHARED_NODES = 64
+_SHARED_NODES_WIDE = 32
+_SHARED_WIDE_R = 0.2
 # 2D sparsemax radial moments: closed form up to this RBF width (support units),
 # Gauss-Legendre with _RADIAL_NODES nodes on [0, 1] beyond.
 _RADIAL_MAX_R = 2.0
@@ -66,7 +69,7 @@ def closed_k(alpha: float) -> int | None:
 # reads them as constants: compile after one eager call for an alpha outside
 # the closed forms (those are filled at import).
 _RULES: dict[float, tuple[torch.Tensor, ...]] = {}
-_SHARED: dict[float, tuple[torch.Tensor, torch.Tensor]] = {}
+_SHARED: dict[tuple[float, int], tuple[torch.Tensor, torch.Tensor]] = {}
 
 
 def _rules_cpu(m: float) -> tuple[torch.Tensor, ...]:
@@ -300,15 +303,15 @@ def _negligible(
 
 
 def _shared_rule(
-    c: torch.Tensor, r: torch.Tensor, m: float, second: torch.Tensor
+    c: torch.Tensor, r: torch.Tensor, m: float, second: torch.Tensor, n: int = _SHARED_NODES
 ) -> dict[str, torch.Tensor]:
     """Moments from one Gauss-Jacobi rule on the whole support, shared by a row.
 
     c, r: (rows, N). The rule's weight is the escort (1 - u^2)^m; the N RBFs
-    are evaluated on the same _SHARED_NODES nodes (one exp per node and RBF)
+    are evaluated on the same n nodes (one exp per node and RBF)
     and the three moments are one matrix product.
     """
-    nodes, weights = _shared_nodes(m, c.device)
+    nodes, weights = _shared_nodes(m, c.device, n)
     half = nodes.shape[0] // 2
     u, w = nodes[:half], weights[:half]  # u < 0; node -u is its mirror
     even_weights = torch.stack([w * (1 - u * u), w * (u * u - second)])
@@ -327,19 +330,21 @@ def _shared_rule(
     return {"rho": even[0], "m1": odd, "m2c": even[1]}
 
 
-def _shared_nodes_cpu(m: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _shared_nodes_cpu(m: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     from scipy.special import roots_jacobi
 
-    xi, w = roots_jacobi(_SHARED_NODES, m, m)
+    xi, w = roots_jacobi(n, m, m)
     xi_t = torch.as_tensor(xi, dtype=torch.float64)
     w_t = torch.as_tensor(w, dtype=torch.float64)
     return (xi_t - xi_t.flip(0)) / 2, (w_t + w_t.flip(0)) / 2  # exactly mirror-symmetric
 
 
-def _shared_nodes(m: float, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-    if m not in _SHARED:
-        _SHARED[m] = _shared_nodes_cpu(m)
-    return tuple(t.to(device) for t in _SHARED[m])
+def _shared_nodes(
+    m: float, device: torch.device, n: int = _SHARED_NODES
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if (m, n) not in _SHARED:
+        _SHARED[(m, n)] = _shared_nodes_cpu(m, n)
+    return tuple(t.to(device) for t in _SHARED[(m, n)])
 
 
 def _row_fill(
@@ -381,6 +386,7 @@ def window_moments(
     k = closed_k(alpha)
     m = 1 / (alpha - 1) - 1
     _rules(m, r.device), _shared_nodes(m, r.device)  # eager: fills the tables for compile
+    _shared_nodes(m, r.device, _SHARED_NODES_WIDE)
     # Constants stay 0-dim tensors (no host read, nothing for torch.compile to break on).
     second = gen.escort_u2(torch.tensor(alpha, dtype=torch.float64, device=r.device))
     out = {key: torch.zeros_like(r) for key in ("rho", "m1", "m2c")}
@@ -414,11 +420,21 @@ def window_moments(
     shared = ~done & (r >= _SHARED_MIN_R)
     if dense or bool(shared.any()):
 
-        def shared_form(c: torch.Tensor, rr: torch.Tensor) -> dict:
-            return _shared_rule(c, rr, m, second)
+        def shared_form(c: torch.Tensor, rr: torch.Tensor, n: int = _SHARED_NODES) -> dict:
+            return _shared_rule(c, rr, m, second, n)
 
         safe_r = torch.where(shared, r, torch.ones_like(r))
-        _row_fill(out, shared, shared_form, (centre, safe_r), row, dense)
+        if dense:
+            _row_fill(out, shared, shared_form, (centre, safe_r), row, dense)
+        else:  # rows whose RBFs are all wide enough take the smaller rule
+            wide_rows = safe_r.reshape(-1, row).amin(-1, keepdim=True) >= _SHARED_WIDE_R
+            coarse = shared & wide_rows.expand(-1, row).reshape(-1)
+
+            def coarse_form(c: torch.Tensor, rr: torch.Tensor) -> dict:
+                return shared_form(c, rr, _SHARED_NODES_WIDE)
+
+            _row_fill(out, coarse, coarse_form, (centre, safe_r), row, dense)
+            _row_fill(out, shared & ~coarse, shared_form, (centre, safe_r), row, dense)
         # Its absolute error is below 1e-16 / r (measured, centres up to 8 r outside);
         # farther out that must be negligible within the row.
         far_ok = (outside <= _SHARED_MAX_OUT) | _negligible(1 / (r * r), out, row, absolute=r)

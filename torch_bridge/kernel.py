@@ -48,7 +48,7 @@ __all__ = ["KernelAttention", "kernel_attention"]
 
 _F64 = torch.float64
 KERNELS = ("gaussian", "laplace")
-_NEWTON_STEPS = 12
+_NEWTON_STEPS = 10
 # Panels are no wider than this fraction of min(bandwidth, RBF widths, base std).
 PANEL_FRACTION = 1.0
 
@@ -137,7 +137,8 @@ def _roots(
     """The root of u = 1 + (alpha-1) f~ in [lo, hi], where u changes sign.
 
     Bracketed Newton from the secant point: steps that leave the bracket
-    become bisections. The root must be exact to rounding: the Gauss-Jacobi
+    become bisections. Brackets are one node spacing wide, where Newton
+    converges in a few steps; _NEWTON_STEPS leaves a margin. The root must be exact to rounding: the Gauss-Jacobi
     rule divides by |t - root|^(1/(alpha-1)).
     """
     left, right = lo.clone(), hi.clone()
@@ -338,18 +339,18 @@ def _boundary_parts(
     first = flags.int().argmax(-1)
     last = width - 1 - flags.flip(-1).int().argmax(-1)
     pts, vals = points[panels], u_points[rows, panels]
-    roots = []
-    for k in (first, last):
-        lo, hi = pts.gather(-1, k[:, None])[:, 0], pts.gather(-1, k[:, None] + 1)[:, 0]
-        u_lo, u_hi = vals.gather(-1, k[:, None])[:, 0], vals.gather(-1, k[:, None] + 1)[:, 0]
-        root = _roots(
-            g[rows].detach(), lo, hi, u_lo, u_hi, inducing.detach(), kernel, bandwidth, alpha
-        )
-        if not smooth:
-            u_root, slope = _u_and_slope(root, g[rows], inducing, kernel, bandwidth, alpha)
-            root = root - (u_root - u_root.detach()) / slope.detach()
-        roots.append(root)
-    r1, r2 = roots
+    # Both brackets in one solve (first and last coincide when there is one root).
+    k = torch.cat([first, last])
+    pts2, vals2, rows2 = pts.repeat(2, 1), vals.repeat(2, 1), rows.repeat(2)
+    lo, hi = pts2.gather(-1, k[:, None])[:, 0], pts2.gather(-1, k[:, None] + 1)[:, 0]
+    u_lo, u_hi = vals2.gather(-1, k[:, None])[:, 0], vals2.gather(-1, k[:, None] + 1)[:, 0]
+    root = _roots(
+        g[rows2].detach(), lo, hi, u_lo, u_hi, inducing.detach(), kernel, bandwidth, alpha
+    )
+    if not smooth:
+        u_root, slope = _u_and_slope(root, g[rows2], inducing, kernel, bandwidth, alpha)
+        root = root - (u_root - u_root.detach()) / slope.detach()
+    r1, r2 = root.split(rows.shape[0])
     lo_t, hi_t = pts[:, 0], pts[:, -1]
     in_lo, in_hi = vals[:, 0] > 0, vals[:, -1] > 0
     # (a, b, root at a, root at b, which panels have this piece)
