@@ -138,8 +138,8 @@ def _roots(
 
     Bracketed Newton from the secant point: steps that leave the bracket
     become bisections. Brackets are one node spacing wide, where Newton
-    converges in a few steps; _NEWTON_STEPS leaves a margin. The root must be exact to rounding: the Gauss-Jacobi
-    rule divides by |t - root|^(1/(alpha-1)).
+    converges in a few steps; _NEWTON_STEPS leaves a margin. The root must be
+    exact to rounding: the Gauss-Jacobi rule divides by |t - root|^(1/(alpha-1)).
     """
     left, right = lo.clone(), hi.clone()
     t = lo + (hi - lo) * (u_lo / (u_lo - u_hi))
