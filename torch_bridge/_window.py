@@ -26,7 +26,7 @@ CLOSED_FORM_K = {2.0: 1, 1.5: 2, 4 / 3: 3, 1.25: 4}
 # The closed form (evaluated in float64) is used when r <= _CLOSED_MAX_R[k] and
 # the RBF centre lies at most _CLOSED_MAX_OUT[k] RBF widths outside the support:
 # there its elementwise relative error is <= 3e-13 (measured against the
-# Gauss-Jacobi windows over r and the centre). Farther out, see _trusted.
+# Gauss-Jacobi windows over r and the centre). Farther out, see _negligible.
 _CLOSED_MAX_R = {1: 2.0, 2: 0.5, 3: 0.2, 4: 0.2}
 _CLOSED_MAX_OUT = {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
 # Closed form far outside: its relative error was measured below
@@ -39,12 +39,12 @@ _CLOSED_MAX_OUT = {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
 _SHARED_NODES = 64
 _SHARED_NODES_WIDE = 32
 _SHARED_WIDE_R = 0.2
+_SHARED_MIN_R = 0.1
+_SHARED_MAX_OUT = 8.0
 # 2D sparsemax radial moments: closed form up to this RBF width (support units),
 # Gauss-Legendre with _RADIAL_NODES nodes on [0, 1] beyond.
 _RADIAL_MAX_R = 2.0
 _RADIAL_NODES = 16
-_SHARED_MIN_R = 0.1
-_SHARED_MAX_OUT = 8.0
 # Window: where the integrand is within e^-_WINDOW_EXP of its peak on the support.
 _WINDOW_EXP = 80.0
 _NODES = 64
