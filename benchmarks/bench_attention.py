@@ -23,7 +23,7 @@ from torch_bridge import GaussianRBF, closed_forms, continuous_attention, kernel
 from tsallis import attention as np_attention
 from tsallis.kernels import KernelFamily
 
-F32, F64 = torch.float32, torch.float64
+F64 = torch.float64
 B, N = 1024, 64
 
 

@@ -20,9 +20,9 @@ import math
 import torch
 
 from torch_bridge._generated import attention as gen
+from torch_bridge._generated import gaussian
+from tsallis.attention import closed_k
 
-# alpha with a generated closed form, keyed to k = 1/(alpha - 1).
-CLOSED_FORM_K = {2.0: 1, 1.5: 2, 4 / 3: 3, 1.25: 4}
 # The closed form (evaluated in float64) is used when r <= _CLOSED_MAX_R[k] and
 # the RBF centre lies at most _CLOSED_MAX_OUT[k] RBF widths outside the support:
 # there its elementwise relative error is <= 3e-13 (measured against the
@@ -54,15 +54,6 @@ _PEAK_STEPS = 12
 _LEVEL_STEPS = 10
 _CHUNK = 1 << 15  # elements per piece of the node-heavy branches
 _BIG_CHUNK = 1 << 21  # for the elementwise closed forms
-_SQRT_2PI = math.sqrt(2 * math.pi)
-
-
-def closed_k(alpha: float) -> int | None:
-    """k for the alpha values with a generated closed form, else None."""
-    for value, k in CLOSED_FORM_K.items():
-        if abs(alpha - value) < 1e-12:
-            return k
-    return None
 
 
 # Node tables, filled on first use per exponent (host-side scipy). torch.compile
@@ -205,7 +196,7 @@ def _wide_moments(
     q = u * cc / (rr * rr)
     even = 2 * (torch.expm1(p) * torch.cosh(q) + 2 * torch.sinh(q / 2) ** 2)
     odd = 2 * torch.exp(p) * torch.sinh(q)
-    scale = torch.exp(-((c / r) ** 2) / 2) / (_SQRT_2PI * r)
+    scale = gaussian.pdf(c, 0.0, r)
     return {
         "rho": scale * (mass + (w * (1 - u * u) * even).sum(-1)),
         "m1": scale * (w * u * odd).sum(-1),
@@ -238,7 +229,7 @@ def _window_quadrature(
         scaled_plus = torch.where(left, rr * h, plus)
         scaled_minus = torch.where(right, rr * h, minus)
         weight = weight * (scaled_plus * scaled_minus) ** m
-    weight = weight * torch.exp(-(y * y) / 2) / _SQRT_2PI
+    weight = weight * gaussian.pdf(y, 0.0, 1.0)
     return {
         "rho": _mirror_sum(weight * plus * minus),
         "m1": _mirror_sum(weight * u),
@@ -319,8 +310,7 @@ def _shared_rule(
     step = max(1, (_CHUNK * 8) // (nodes.shape[0] * c.shape[-1]))
     for i in range(0, c.shape[0], step):
         cc, rr = c[i : i + step, None, :], r[i : i + step, None, :]
-        y = (nodes[None, :, None] - cc) / rr  # (rows, n, N)
-        phi = torch.exp(-(y * y) / 2) / (_SQRT_2PI * rr)
+        phi = gaussian.pdf(nodes[None, :, None], cc, rr)  # (rows, n, N)
         low, high = phi[:, :half], phi[:, half:].flip(1)  # phi(u), phi(-u)
         # Mirrored pairs first: a centred RBF gives m1 = 0 exactly.
         out_even.append(torch.einsum("qi,bij->qbj", even_weights, low + high))
@@ -470,8 +460,7 @@ def radial_moments(c: torch.Tensor, omc: torch.Tensor, r: torch.Tensor, dense: b
         def smooth(cc: torch.Tensor, rr: torch.Tensor) -> dict:
             x, w = (t.to(cc.device) for t in _legendre_unit(_RADIAL_NODES))
             u = (x + 1) / 2
-            y = (u - cc[:, None]) / rr[:, None]
-            weight = w / 2 * torch.exp(-(y * y) / 2) / (_SQRT_2PI * rr[:, None])
+            weight = w / 2 * gaussian.pdf(u, cc[:, None], rr[:, None])
             return {f"p{j}": (weight * u**j).sum(-1) for j in (1, 2, 3)}
 
         _fill(out, wide, smooth, (c, r), (0.5, 4.0), dense)

@@ -28,15 +28,13 @@ back (pass ``validate=False`` to skip it in a GPU training loop).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
 from torch_bridge import _window
 from torch_bridge._generated import attention as gen
-from torch_bridge._generated import beta_gaussian
+from torch_bridge._generated import beta_gaussian, gaussian
 from tsallis._validation import real_at_least
 
 __all__ = [
@@ -115,13 +113,12 @@ class GaussianRBF(nn.Module):
     def forward(self, t: torch.Tensor) -> torch.Tensor:
         """psi(t): 1D t (...,) -> (..., N); 2D t (..., 2) -> (..., N)."""
         if self.dim == 1:
-            z = (t[..., None] - self.mu) / self.sigma
-            return torch.exp(-z * z / 2) / (math.sqrt(2 * math.pi) * self.sigma)
+            return gaussian.pdf(t[..., None], self.mu, self.sigma)
         low = torch.linalg.cholesky(self.sigma)
         diff = (t[..., None, :] - self.mu)[..., None]
         z = torch.linalg.solve_triangular(low, diff, upper=False)[..., 0]
         logdet = 2 * torch.log(torch.diagonal(low, dim1=-2, dim2=-1)).sum(-1)
-        return torch.exp(-(z * z).sum(-1) / 2 - logdet / 2) / (2 * math.pi)
+        return torch.exp(gaussian.logpdf_d2((z * z).sum(-1), 2, logdet))
 
 
 def _check_spd(name: str, matrix: torch.Tensor) -> None:

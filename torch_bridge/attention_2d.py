@@ -21,7 +21,7 @@ import torch
 from torch.autograd.function import once_differentiable
 
 from torch_bridge import _window
-from torch_bridge._generated import truncated_paraboloid
+from torch_bridge._generated import gaussian, truncated_paraboloid
 
 _F64 = torch.float64
 MAX_ANGLES = 1 << 14
@@ -39,7 +39,7 @@ def _gaussian_2d(
     low = torch.linalg.cholesky(total)
     delta = (mu - loc[..., None, :])[..., None]
     z = torch.linalg.solve_triangular(low, delta, upper=False)[..., 0]
-    return torch.exp(-(z * z).sum(-1) / 2 - _logdet(low) / 2) / (2 * math.pi)
+    return torch.exp(gaussian.logpdf_d2((z * z).sum(-1), 2, _logdet(low)))
 
 
 def _angle_count(
@@ -109,8 +109,8 @@ def _sparsemax_moments(
     base = math.sqrt(2 * math.pi) * rt * torch.exp(-c_res / 2)
     radial = {j: base * big_r ** (j + 1) * moments[f"p{j}"].reshape(shape) for j in (1, 2, 3)}
     # dt = |L| r dr dtheta, times the RBF normalizer 1 / (2 pi |L_j|)
-    det_ratio = (
-        torch.exp(logdet / 2)[..., None] * torch.exp(-_logdet(basis_low) / 2) / (2 * math.pi)
+    det_ratio = torch.exp(logdet / 2)[..., None] * torch.exp(
+        gaussian.logpdf_d2(0.0, 2, _logdet(basis_low))
     )
     rho = det_ratio * ((big_r**2 / 2 * radial[1] - radial[3] / 2) * w).sum(-1)
     first = det_ratio[..., None] * torch.einsum("...dn,...jn->...jd", l_omega, radial[2] * w)

@@ -41,6 +41,7 @@ import torch
 from torch import nn
 
 from torch_bridge._generated import deformed as _deformed
+from torch_bridge._generated import gaussian as _gaussian
 from torch_bridge.attention import GaussianRBF, _alpha
 from tsallis.kernels import GaussianBase, UniformBase
 
@@ -75,8 +76,7 @@ def _kernel_matrix(
 def _log_base(t: torch.Tensor, base: UniformBase | GaussianBase) -> torch.Tensor:
     if isinstance(base, UniformBase):
         return torch.full_like(t, -math.log(base.b - base.a))
-    z = (t - base.mean) / base.std
-    return -z * z / 2 - math.log(base.std * math.sqrt(2 * math.pi)) - base.log_mass()
+    return _gaussian.logpdf(t, base.mean, base.std) - base.log_mass()
 
 
 def panel_edges(
@@ -268,7 +268,7 @@ def _integrate(
         keep = full.repeat_interleave(n, dim=1)
         log_e = torch.where(keep, log_e, torch.full_like(log_e, -math.inf))
     log_mass = log_e + log_q + torch.log(w_shared)
-    psi = torch.exp(-(((t_shared[:, None] - mu) / sd) ** 2) / 2) / (sd * math.sqrt(2 * math.pi))
+    psi = _gaussian.pdf(t_shared[:, None], mu, sd)
     parts = [(log_mass, psi, None)]
     if alpha > 1:
         points = torch.cat([lo_t[:, None], t_shared.reshape(-1, n), hi_t[:, None]], -1)
@@ -386,7 +386,7 @@ def _boundary_parts(
                 log_e = log_e - torch.where(on, power * torch.log(half * factor), 0.0)
                 log_w = log_w + torch.where(on, power * torch.log(half), 0.0)
         log_mass = log_e + _log_base(t, base) + log_w
-        psi = torch.exp(-(((t[..., None] - mu) / sd) ** 2) / 2) / (sd * math.sqrt(2 * math.pi))
+        psi = _gaussian.pdf(t[..., None], mu, sd)
         out.append((log_mass, psi, rows[sel]))
     return out
 

@@ -143,7 +143,8 @@ class GaussianRBF:
         return np.exp(gaussian.logpdf_d2((z**2).sum(-1), self.dim, self._logdet))
 
 
-def _closed_k(alpha: float) -> int | None:
+def closed_k(alpha: float) -> int | None:
+    """k = 1/(alpha - 1) for the alpha values with a generated 1D closed form, else None."""
     for value, k in CLOSED_FORM_K.items():
         if abs(alpha - value) < 1e-12:
             return k
@@ -359,7 +360,7 @@ def _window_moments_1d(
     r = s / a
     ep = (a - delta) / a
     em = (a + delta) / a
-    k = _closed_k(alpha)
+    k = closed_k(alpha)
     m = 1 / (alpha - 1) - 1  # escort exponent k - 1
     second = float(gen.escort_u2(alpha))
     out = {key: np.empty_like(r) for key in ("rho", "m1", "m2c")}
