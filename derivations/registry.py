@@ -13,7 +13,7 @@ from derivations.beta_gaussian import derive_beta_gaussian
 from derivations.codegen import render_module
 from derivations.deformed import derive_deformed
 from derivations.discrete import derive_discrete
-from derivations.formulas import render_formula_sheet
+from derivations.formulas import README, render_formula_sheet, render_readme_table, splice_readme
 from derivations.location_scale import BUILTIN_G, derive_location_scale
 from derivations.result import FamilyDerivation, KernelSet
 from derivations.triangular import derive_triangular
@@ -99,5 +99,9 @@ def render_all(names: list[str] | None = None) -> dict[Path, str]:
             )
             files[folder / f"{target.module}.py"] = text
     if names is None:
-        files[FORMULA_SHEET] = render_formula_sheet([result for _, result in derived])
+        results = [result for _, result in derived]
+        files[FORMULA_SHEET] = render_formula_sheet(results)
+        if (ROOT / README).exists():  # a source checkout: keep its formula table in sync
+            readme = (ROOT / README).read_text(encoding="utf-8")
+            files[Path(README)] = splice_readme(readme, render_readme_table(results))
     return files

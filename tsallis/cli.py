@@ -1,4 +1,4 @@
-"""The ``tsallis`` command: derive, verify, convergence."""
+"""The ``tsallis`` command: derive, verify, convergence, figures, experiment."""
 
 from __future__ import annotations
 
@@ -85,6 +85,33 @@ def _convergence(args: argparse.Namespace) -> int:
     return convergence_main(args.case, args.rule, as_json=args.json, plot_path=args.plot)
 
 
+def _figures(args: argparse.Namespace) -> int:
+    from tsallis.figures import main as figures_main
+
+    return figures_main(args.out, args.only)
+
+
+def _experiment(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from tsallis.experiments import time_warping
+
+    fields = ("series", "seeds", "epochs")
+    settings = dataclasses.replace(
+        time_warping.Settings(),
+        **{name: getattr(args, name) for name in fields if getattr(args, name) is not None},
+        **({"models": tuple(args.models)} if args.models else {}),
+    )
+    for name in fields:
+        if getattr(settings, name) < 1:
+            print(f"experiment: --{name} must be >= 1", file=sys.stderr)
+            return 2
+    if settings.series * settings.test_fraction < 1:
+        print("experiment: --series is too small for a test split", file=sys.stderr)
+        return 2
+    return time_warping.main(settings, None if args.figure == "" else args.figure)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
     parser = argparse.ArgumentParser(prog="tsallis", description=__doc__)
@@ -123,6 +150,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--plot", metavar="PATH", help="write an error-vs-nodes figure (matplotlib)"
     )
     convergence.set_defaults(handler=_convergence)
+    figures = sub.add_parser("figures", help="draw the seed papers' figures (matplotlib)")
+    figures.add_argument("--out", default="figures", help="output folder (default figures/)")
+    figures.add_argument("--only", nargs="+", metavar="NAME", help="draw only these figures")
+    figures.set_defaults(handler=_figures)
+    experiment = sub.add_parser("experiment", help="train small models with the torch ops")
+    experiment.add_argument("name", choices=["time-warping"], help="seed 001 sec 6.1")
+    experiment.add_argument("--series", type=int, help="dataset size (default 10000)")
+    experiment.add_argument("--seeds", type=int, help="independent runs (default 8)")
+    experiment.add_argument("--epochs", type=int, help="epochs per run (default 12)")
+    experiment.add_argument(
+        "--models",
+        nargs="+",
+        choices=[
+            "continuous softmax",
+            "continuous sparsemax",
+            "kernel softmax",
+            "kernel sparsemax",
+        ],
+        help="subset of the four attention models (quote each name)",
+    )
+    experiment.add_argument(
+        "--figure",
+        default="figures/time_warping_densities.png",
+        help="learned-densities PNG ('' for none; default figures/time_warping_densities.png)",
+    )
+    experiment.set_defaults(handler=_experiment)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""End-to-end experiments that train models with the torch_bridge ops."""
