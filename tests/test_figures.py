@@ -39,3 +39,10 @@ def test_output_is_deterministic(tmp_path):
 def test_unknown_figure_is_an_error(tmp_path, capsys):
     assert main(["figures", "--out", str(tmp_path), "--only", "nope"]) == 2
     assert "unknown figure" in capsys.readouterr().err
+
+
+def test_equal_variance_family_has_variance_one():
+    from tsallis.figures import ALPHAS, _equal_variance
+
+    for alpha in ALPHAS:
+        assert float(_equal_variance(alpha).var()) == pytest.approx(1.0, rel=1e-13)

@@ -86,3 +86,14 @@ def test_continuous_softmax_learns():
     x, y, _ = tw.make_dataset(settings.series, seed=0)
     _, accuracy = tw.train_one("continuous softmax", 0, (x, y), settings)
     assert accuracy > 0.75
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--seeds", "0"], "--seeds must be >= 1"), (["--series", "2"], "too small")],
+)
+def test_cli_rejects_bad_sizes(args, message, capsys):
+    from tsallis.cli import main
+
+    assert main(["experiment", "time-warping", *args, "--figure", ""]) == 2
+    assert message in capsys.readouterr().err

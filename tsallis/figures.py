@@ -49,8 +49,13 @@ def _equal_variance(alpha: float, variance: float = 1.0) -> Gaussian | BetaGauss
     """The 1D beta-Gaussian (Gaussian at alpha = 1) with the given variance, loc 0."""
     if alpha == 1.0:
         return Gaussian(0.0, np.sqrt(variance))
-    unit = BetaGaussian(alpha, 0.0, 1.0).var()  # variance is scale^2 times this
-    return BetaGaussian(alpha, 0.0, float(np.sqrt(variance / unit)))
+    from scipy.optimize import brentq
+
+    # var grows like scale^(4 / (alpha + 1)) (the threshold depends on scale): solve for it
+    def excess(log_scale: float) -> float:
+        return float(np.log(BetaGaussian(alpha, 0.0, np.exp(log_scale)).var() / variance))
+
+    return BetaGaussian(alpha, 0.0, float(np.exp(brentq(excess, -20.0, 20.0, xtol=1e-14))))
 
 
 def families_1d(plt: object) -> object:
