@@ -97,3 +97,23 @@ def test_cli_rejects_bad_sizes(args, message, capsys):
 
     assert main(["experiment", "time-warping", *args, "--figure", ""]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_table_intervals_match_scipy():
+    from scipy import stats
+
+    report = tw.Report(tw.Settings(models=("continuous softmax", "kernel softmax")))
+    soft = np.array([0.920, 0.925, 0.912, 0.937, 0.919])
+    kern = np.array([0.955, 0.950, 0.961, 0.952, 0.948])
+    for seed, (a, b) in enumerate(zip(soft, kern, strict=True)):
+        report.runs += [
+            tw.RunResult("continuous softmax", seed, a, 1.0),
+            tw.RunResult("kernel softmax", seed, b, 1.0),
+        ]
+    table = report.table()
+    for values in (100 * soft, 100 * kern):
+        low, high = stats.t.interval(0.95, values.size - 1, values.mean(), stats.sem(values))
+        assert f"{low:.2f} to {high:.2f}" in table
+    diff = 100 * (kern - soft)
+    low, high = stats.t.interval(0.95, diff.size - 1, diff.mean(), stats.sem(diff))
+    assert f"{low:+.2f} to {high:+.2f}" in table and "5 of 5" in table

@@ -51,12 +51,13 @@ class Settings:
     models: tuple[str, ...] = MODELS
 
 
-def _quarter_pieces() -> list[Callable[[np.ndarray], np.ndarray]]:
+def _quarter_pieces(lib: object = np) -> list[Callable]:
+    """The aligned process's four pieces, in ``lib`` (numpy for data, mpmath for labels)."""
     return [
-        lambda s: np.cos(9 * np.pi * s),
+        lambda s: lib.cos(9 * lib.pi * s),
         lambda s: s**2,
-        np.sin,
-        lambda s: np.cos(17 * np.pi * s),
+        lib.sin,
+        lambda s: lib.cos(17 * lib.pi * s),
     ]
 
 
@@ -64,12 +65,7 @@ def _quarter_integrals() -> np.ndarray:
     """int of each piece over its quarter, at 30 digits (the label is linear in Z)."""
     import mpmath
 
-    pieces = [
-        lambda s: mpmath.cos(9 * mpmath.pi * s),
-        lambda s: s**2,
-        mpmath.sin,
-        lambda s: mpmath.cos(17 * mpmath.pi * s),
-    ]
+    pieces = _quarter_pieces(mpmath)
     with mpmath.workdps(30):
         return np.array(
             [
@@ -159,6 +155,15 @@ class TwoHeadClassifier(nn.Module):
         return self.logit_scale * context + self.logit_bias
 
 
+def _t_half_width(values: np.ndarray) -> float:
+    """Half-width of the 95% Student-t interval of the mean (0 for one value)."""
+    from scipy import stats
+
+    if values.size < 2:
+        return 0.0
+    return float(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size))
+
+
 @dataclass
 class RunResult:
     model: str
@@ -178,8 +183,6 @@ class Report:
 
     def table(self) -> str:
         """Markdown table: mean, 95% t-interval of the mean, +-1.96 sd (seed 001 Table 1)."""
-        from scipy import stats
-
         s = self.settings
         lines = [
             f"time warping: {s.series} series ({1 - s.test_fraction:.0%} train), "
@@ -193,9 +196,7 @@ class Report:
             if acc.size == 0:
                 continue
             sd = acc.std(ddof=1) if acc.size > 1 else 0.0
-            half = (
-                stats.t.ppf(0.975, acc.size - 1) * sd / math.sqrt(acc.size) if acc.size > 1 else 0
-            )
+            half = _t_half_width(acc)
             secs = np.mean([r.seconds for r in self.runs if r.model == model])
             lines.append(
                 f"| {model} | {acc.mean():.2f} | {acc.mean() - half:.2f} to {acc.mean() + half:.2f}"
@@ -208,8 +209,6 @@ class Report:
 
     def _paired_rows(self) -> list[str]:
         """Kernel minus continuous accuracy, paired by seed (same data, same split)."""
-        from scipy import stats
-
         rows = ["", "| paired by seed (points) | mean | 95% CI | seeds won |", "|---|---|---|---|"]
         for kernel, unimodal in (
             ("kernel softmax", "continuous softmax"),
@@ -219,7 +218,7 @@ class Report:
             if a.size < 2 or a.size != b.size:
                 continue
             diff = 100 * (a - b)
-            half = stats.t.ppf(0.975, diff.size - 1) * diff.std(ddof=1) / math.sqrt(diff.size)
+            half = _t_half_width(diff)
             rows.append(
                 f"| {kernel} - {unimodal} | {diff.mean():+.2f} | {diff.mean() - half:+.2f} to"
                 f" {diff.mean() + half:+.2f} | {(diff > 0).sum()} of {diff.size} |"
