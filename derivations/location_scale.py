@@ -14,6 +14,7 @@ import sympy as sp
 from derivations import symbols as S
 from derivations.primitives import PositivePart
 from derivations.result import FamilyDerivation, Kernel
+from derivations.safe_parse import parse_formula
 from derivations.sparsemax_1d import common_kernels, edge_tail_cdf
 
 T = sp.Symbol("t", nonnegative=True)
@@ -27,17 +28,27 @@ class InvalidScoreError(ValueError):
 
 
 def parse_g(g: str | sp.Expr) -> sp.Expr:
-    """Parse g(t) and check that it is C^1 and convex on [0, oo)."""
-    try:
-        expr = sp.sympify(g, locals={"t": T}) if isinstance(g, str) else sp.sympify(g)
-    except (sp.SympifyError, SyntaxError, TypeError) as error:
-        raise InvalidScoreError(f"g: cannot parse {g!r} as a SymPy expression ({error})") from None
+    """Parse g(t) and check that it is real, C^1 and convex on [0, oo).
+
+    A string goes through ``derivations.safe_parse`` (a whitelisted syntax
+    tree, never ``eval``); a SymPy expression is taken as it is.
+    """
+    if isinstance(g, str):
+        try:
+            expr = parse_formula(g, {"t": T}, "g")
+        except ValueError as error:
+            raise InvalidScoreError(str(error)) from None
+    elif isinstance(g, sp.Expr):
+        expr = g.subs({s: T for s in g.free_symbols if s.name == "t"})
+    else:
+        raise TypeError(f"g must be a string or a SymPy expression, got {type(g).__name__}")
     extra = expr.free_symbols - {T}
-    if any(s.name == "t" for s in extra):
-        expr = expr.subs({s: T for s in extra if s.name == "t"})
-        extra = expr.free_symbols - {T}
     if extra:
         raise InvalidScoreError(f"g: must depend on t only, got symbols {sorted(map(str, extra))}")
+    for point in _GRID[::8]:
+        value = sp.N(expr.subs(T, point), 20)
+        if not (value.is_real and value.is_finite):
+            raise InvalidScoreError(f"g: g({point}) = {sp.N(value, 6)} is not a finite real number")
     first = sp.diff(expr, T)
     if first.has(
         sp.Derivative, sp.Subs, sp.sign, sp.Heaviside, sp.DiracDelta, sp.Abs, sp.Piecewise
@@ -48,10 +59,12 @@ def parse_g(g: str | sp.Expr) -> sp.Expr:
         raise InvalidScoreError(f"g: g'(0) = {at_zero} is not finite, so g is not C^1 at 0")
     second = sp.diff(first, T)
     if second.is_nonnegative is not True:
-        values = [second.subs(T, v) for v in _GRID[1:]]
-        bad = [(v, val) for v, val in zip(_GRID[1:], values, strict=True) if sp.N(val) < -1e-12]
-        if bad or any(not sp.N(val).is_finite for val in values):
-            where = f" (g''({bad[0][0]}) = {sp.N(bad[0][1], 6)})" if bad else ""
+        values = [sp.N(second.subs(T, v), 20) for v in _GRID[1:]]
+        if not all(val.is_real and val.is_finite for val in values):
+            raise InvalidScoreError(f"g: g'' is not finite and real on (0, 20]: {expr}")
+        bad = [(v, val) for v, val in zip(_GRID[1:], values, strict=True) if val < -1e-12]
+        if bad:
+            where = f" (g''({bad[0][0]}) = {sp.N(bad[0][1], 6)})"
             raise InvalidScoreError(f"g: {expr} is not convex on [0, oo){where}")
     return expr
 
@@ -77,7 +90,13 @@ def solve_half_width(g: sp.Expr, dps: int = 50) -> tuple[sp.Expr, bool]:
             high *= 2
             if high > 1e12:
                 raise InvalidScoreError(f"g: a g'(a) - g(a) + g(0) = 1/2 has no solution for {g}")
-        root = mpmath.findroot(h_num, (mpmath.mpf(0), high), solver="anderson")
+        # h is nondecreasing: a bracketing solver (Anderson's secant steps fail on steep h).
+        try:
+            root = mpmath.findroot(h_num, (high / 2 if high > 1 else 0, high), solver="ridder")
+        except (ValueError, ZeroDivisionError, OverflowError) as error:
+            raise InvalidScoreError(
+                f"g: no accurate root of a g'(a) - g(a) + g(0) = 1/2 for {g} ({error})"
+            ) from None
         return sp.Float(mpmath.nstr(root, dps), dps), False
 
 

@@ -85,3 +85,108 @@ def test_verify_without_torch_skips_with_a_notice():
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("skipping the Torch checks") == 1
     assert "torch-float64" not in done.stdout and "numpy" in done.stdout
+
+
+# --- bad input: one line on stderr, exit 2, before any work (hardening issue, item 5) ---
+
+BAD_INVOCATIONS = [
+    (["derive", "location-scale", "--g", "nan"], "unknown name 'nan'"),
+    (["derive", "location-scale", "--g", "t**2*I"], "unknown name 'I'"),
+    (["derive", "location-scale", "--g=sqrt(-1)*t**2"], "not a finite real expression"),
+    (["derive", "location-scale", "--g", "log(t - 1)"], "is not a finite real number"),
+    (["derive", "--g", "t**4"], "need(s) the family"),
+    (["derive", "--emit", "numpy"], "need(s) the family"),
+    (["derive", "location-scale", "--check", "--g", "t**4"], "takes no family"),
+    (["derive", "nonsense"], "unknown family 'nonsense'"),
+    (["convergence", "--rule", "nonsense"], "match(es) no rule"),
+    (["convergence", "--case", "z"], "unknown ['z']"),
+    (["convergence", "--case", "a", "--plot", "/missing/dir/x.png"], "does not exist"),
+    (["figures", "--only", "nonsense"], "unknown figure(s) ['nonsense']"),
+    (["experiment", "time-warping", "--figure", "/missing/x.png", "--series", "40"], "--figure"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_INVOCATIONS)
+def test_bad_input_is_one_line_and_exit_2(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_unwritable_outputs_exit_2(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert cli.main(["figures", "--out", str(blocker / "sub")]) == 2
+    assert "figures --out: cannot create folder" in capsys.readouterr().err
+    assert cli.main(["convergence", "--case", "a", "--plot", str(tmp_path)]) == 2
+    assert "is a folder, not a file name" in capsys.readouterr().err
+
+
+def test_experiment_checks_outputs_before_training(monkeypatch, tmp_path, capsys):
+    from tsallis.experiments import time_warping
+
+    def never(*args, **kwargs):
+        raise AssertionError("training started before the output path was checked")
+
+    monkeypatch.setattr(time_warping, "run", never)
+    argv = ["experiment", "time-warping", "--figure", str(tmp_path / "no" / "x.png")]
+    assert cli.main(argv) == 2
+    assert "experiment --figure: folder" in capsys.readouterr().err
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib -> ImportError
+    assert cli.main(["experiment", "time-warping", "--figure", str(tmp_path / "x.png")]) == 2
+    assert "pip install 'tsallis[plot]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["figures"], ["convergence", "--case", "a", "--plot", "x.png"]])
+def test_missing_matplotlib_names_the_extra(argv, monkeypatch, tmp_path, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert cli.main(argv) == 2
+    assert "needs matplotlib: pip install 'tsallis[plot]'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["derive", "location-scale", "--g", "t**4/12", "--dps", "0"],
+        ["derive", "location-scale", "--g", "t**4/12", "--dps", "100000"],
+        ["verify", "--dps", "1"],
+        ["verify", "--dps", "x"],
+        ["derive", "location-scale", "--g", "t**4/12", "--timeout", "-1"],
+    ],
+)
+def test_out_of_range_options_exit_2(argv, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert "error: argument" in capsys.readouterr().err
+
+
+def test_slow_derivations_stop_at_the_time_limit(capsys):
+    argv = ["derive", "location-scale", "--g", "exp(exp(exp(t)))", "--timeout", "2"]
+    assert cli.main(argv) == 2
+    assert "did not finish in 2 s" in capsys.readouterr().err
+
+
+def test_help_documents_the_exit_codes(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "0  success" in out and "1  a verification or check failed" in out
+    assert "2  usage or input error" in out
+
+
+def test_console_script_prints_no_traceback():
+    """The installed entry point, end to end, for a bad g and a bad path."""
+    for argv in (
+        ["derive", "location-scale", "--g", "__import__('os')"],
+        ["convergence", "--case", "a", "--plot", "/missing/dir/x.png"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "tsallis.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+        assert done.stderr.count("\n") == 1

@@ -64,3 +64,11 @@ def test_cli_plot_and_bad_case(tmp_path, capsys: pytest.CaptureFixture[str]):
     assert path.stat().st_size > 1000
     assert cli.main(["convergence", "--case", "z"]) == 2
     assert "unknown" in capsys.readouterr().err
+
+
+def test_rule_names_cover_every_study(studies):
+    """--rule is validated against C.RULES before running: it must name every study's rule."""
+    for _, rule in studies:
+        assert any(name in rule for name in C.RULES), rule
+    used = {name for name in C.RULES if any(name in rule for _, rule in studies)}
+    assert used == set(C.RULES)

@@ -3,19 +3,126 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import signal
 import sys
-from collections.abc import Sequence
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+EXIT_CODES = f"""exit codes:
+  {EXIT_OK}  success
+  {EXIT_FAILED}  a verification or check failed (verify, derive --check)
+  {EXIT_USAGE}  usage or input error (bad option, bad g, unwritable path, missing extra)"""
+DPS_RANGE = (20, 1000)  # mpmath digits: float64 needs ~17; more than 1000 is only slow
+
+
+class UsageError(Exception):
+    """Bad input from the command line: one line on stderr, exit code 2."""
+
+
+class _OutOfTime(BaseException):
+    """Raised by SIGALRM; a BaseException so that SymPy's broad handlers let it through."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Raise UsageError when the block runs longer than ``seconds`` (POSIX main thread)."""
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or seconds <= 0:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise _OutOfTime
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    except _OutOfTime:
+        raise UsageError(f"{what} did not finish in {seconds:g} s (raise --timeout)") from None
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _digits(text: str) -> int:
+    """argparse type for --dps: an integer in DPS_RANGE."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an integer, got {text!r}") from None
+    low, high = DPS_RANGE
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"must lie in [{low}, {high}], got {value}")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def _check_writable_dir(folder: Path, option: str) -> None:
+    """UsageError unless a file can be created in ``folder`` (which must exist)."""
+    if not folder.is_dir():
+        raise UsageError(f"{option}: folder {str(folder)!r} does not exist")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise UsageError(f"{option}: cannot write in {str(folder)!r} ({error.strerror})") from None
+
+
+def output_file(path: str, option: str) -> Path:
+    """Check, before any work, that ``path`` can be written; returns it as a Path."""
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{option}: {path!r} is a folder, not a file name")
+    _check_writable_dir(target.parent if str(target.parent) else Path("."), option)
+    return target
+
+
+def output_dir(path: str, option: str) -> Path:
+    """Create ``path`` (and parents) if needed and check that it can be written."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{option}: cannot create folder {path!r} ({error.strerror})") from None
+    _check_writable_dir(folder, option)
+    return folder
+
+
+def need_matplotlib(what: str) -> None:
+    """UsageError naming the extra when matplotlib is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(f"{what} needs matplotlib: pip install 'tsallis[plot]'") from None
 
 
 def _derive(args: argparse.Namespace) -> int:
     if args.family == "location-scale":
+        if args.check:
+            raise UsageError("derive: --check regenerates every family; it takes no family")
         return _derive_location_scale(args)
     if args.family is not None:
-        print(
-            f"derive: unknown family {args.family!r}; only 'location-scale' takes options",
-            file=sys.stderr,
+        raise UsageError(
+            f"derive: unknown family {args.family!r}; only 'location-scale' takes options"
         )
-        return 2
+    given = [f"--{name}" for name in ("g", "emit") if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"derive: {', '.join(given)} need(s) the family: derive location-scale")
     from derivations.codegen import compare_or_update
     from derivations.registry import ROOT, render_all
 
@@ -46,13 +153,12 @@ def _derive_location_scale(args: argparse.Namespace) -> int:
     from derivations.location_scale import InvalidScoreError, derive_location_scale
 
     if args.g is None:
-        print("derive location-scale: --g is required, e.g. --g 't**4/12'", file=sys.stderr)
-        return 2
+        raise UsageError("derive location-scale: --g is required, e.g. --g 't**4/12'")
     try:
-        result = derive_location_scale(args.g, dps=args.dps)
+        with _time_limit(args.timeout, "derive location-scale: the derivation of g"):
+            result = derive_location_scale(args.g, dps=args.dps)
     except InvalidScoreError as error:
-        print(f"derive location-scale: {error}", file=sys.stderr)
-        return 2
+        raise UsageError(f"derive location-scale: {error}") from None
     a = result.support / result.symbols["scale"]
     for label, value in (("a", a), ("lambda", result.threshold), ("p(t)", result.density)):
         print(f"{label} = {sp.sstr(value)}")
@@ -82,11 +188,22 @@ def _verify(args: argparse.Namespace) -> int:
 def _convergence(args: argparse.Namespace) -> int:
     from tsallis.convergence import main as convergence_main
 
+    if args.plot:
+        output_file(args.plot, "convergence --plot")
+        need_matplotlib("convergence --plot")
+
     return convergence_main(args.case, args.rule, as_json=args.json, plot_path=args.plot)
 
 
 def _figures(args: argparse.Namespace) -> int:
+    from tsallis.figures import FIGURES
     from tsallis.figures import main as figures_main
+
+    unknown = [name for name in args.only or () if name not in FIGURES]
+    if unknown:
+        raise UsageError(f"figures: unknown figure(s) {unknown}; choose from {list(FIGURES)}")
+    need_matplotlib("figures")
+    output_dir(args.out, "figures --out")
 
     return figures_main(args.out, args.only)
 
@@ -109,12 +226,25 @@ def _experiment(args: argparse.Namespace) -> int:
     if settings.series * settings.test_fraction < 1:
         print("experiment: --series is too small for a test split", file=sys.stderr)
         return 2
-    return time_warping.main(settings, None if args.figure == "" else args.figure)
+    figure = None if args.figure == "" else args.figure
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageError("experiment needs torch: pip install 'tsallis[torch]'") from None
+    if figure is not None:  # checked before hours of training, not after
+        output_file(figure, "experiment --figure")
+        need_matplotlib("experiment --figure")
+    return time_warping.main(settings, figure)
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (exposed for tests and docs)."""
-    parser = argparse.ArgumentParser(prog="tsallis", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="tsallis",
+        description=__doc__,
+        epilog=EXIT_CODES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     derive = sub.add_parser(
         "derive", help="regenerate closed forms (or derive one location-scale g)"
@@ -129,11 +259,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     derive.add_argument("--emit", choices=["numpy", "torch"], help="also print generated source")
     derive.add_argument(
-        "--dps", type=int, default=50, help="digits for a numeric root (default 50)"
+        "--dps",
+        type=_digits,
+        default=50,
+        help=f"digits for a numeric root, {DPS_RANGE[0]} to {DPS_RANGE[1]} (default 50)",
+    )
+    derive.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=120.0,
+        help="seconds allowed for deriving one g (default 120)",
     )
     derive.set_defaults(handler=_derive)
     verify = sub.add_parser("verify", help="check generated code against mpmath")
-    verify.add_argument("--dps", type=int, default=40, help="mpmath working digits (default 40)")
+    verify.add_argument(
+        "--dps",
+        type=_digits,
+        default=40,
+        help=f"mpmath working digits, {DPS_RANGE[0]} to {DPS_RANGE[1]} (default 40)",
+    )
     verify.add_argument("--family", nargs="+", help="restrict to these families")
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.add_argument(
@@ -180,9 +324,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``tsallis`` console script."""
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args))
+    """Entry point of the ``tsallis`` console script; returns the exit code.
+
+    Bad input never reaches the user as a traceback: usage errors, invalid
+    values (ValueError, TypeError) and unwritable paths (OSError) print one
+    line on stderr and return 2; set TSALLIS_DEBUG=1 to see the traceback
+    instead. Other exceptions are bugs and propagate.
+    """
+    parser = build_parser()
+    args = parser.parse_args(argv)  # argparse itself exits 2 on bad options
+    if os.environ.get("TSALLIS_DEBUG"):
+        return int(args.handler(args))
+    try:
+        return int(args.handler(args))
+    except UsageError as error:
+        message = str(error)
+    except (ValueError, TypeError) as error:
+        message = f"{args.command}: {error}"
+    except OSError as error:
+        where = f" ({error.filename})" if error.filename else ""
+        message = f"{args.command}: {error.strerror or error}{where}"
+    except KeyboardInterrupt:
+        print(f"{parser.prog}: interrupted", file=sys.stderr)
+        return 130
+    print(message.splitlines()[0] if message else f"{args.command}: failed", file=sys.stderr)
+    return EXIT_USAGE
 
 
 if __name__ == "__main__":

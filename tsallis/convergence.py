@@ -43,6 +43,15 @@ BANDWIDTH = 0.1
 FLOOR = 1e-14
 TARGETS = (1e-6, 1e-10, 1e-12)
 CASES = ("a", "b", "c", "d", "e", "f")
+# Every study's rule name contains one of these (tests keep the list in sync).
+RULES = (
+    "trapezoid",
+    "trapezoid-line",
+    "trapezoid+softplus",
+    "gauss-legendre",
+    "kink-aware",
+    "periodic-trapezoid",
+)
 
 
 def _kernel_sum(t: np.ndarray, gamma: np.ndarray, kind: str) -> np.ndarray:
@@ -250,6 +259,11 @@ def run(cases: list[str] | None = None, rules: list[str] | None = None) -> list[
     unknown = set(chosen) - set(CASES)
     if unknown:
         raise ValueError(f"case: unknown {sorted(unknown)}; choose from {list(CASES)}")
+    unmatched = [r for r in rules or () if not any(r in name for name in RULES)]
+    if unmatched:
+        raise ValueError(
+            f"rule: {unmatched} match(es) no rule; rule names are {list(RULES)} (substrings work)"
+        )
     studies: list[Study] = []
     done = set()
     with mp.workdps(40):
