@@ -90,13 +90,15 @@ def solve_half_width(g: sp.Expr, dps: int = 50) -> tuple[sp.Expr, bool]:
             high *= 2
             if high > 1e12:
                 raise InvalidScoreError(f"g: a g'(a) - g(a) + g(0) = 1/2 has no solution for {g}")
-        # h is nondecreasing: a bracketing solver (Anderson's secant steps fail on steep h).
-        try:
-            root = mpmath.findroot(h_num, (high / 2 if high > 1 else 0, high), solver="ridder")
-        except (ValueError, ZeroDivisionError, OverflowError) as error:
-            raise InvalidScoreError(
-                f"g: no accurate root of a g'(a) - g(a) + g(0) = 1/2 for {g} ({error})"
-            ) from None
+        # h is nondecreasing and h(low) < 0 <= h(high): bisection always converges
+        # (secant-type solvers failed on steep h such as cosh(t)**50).
+        low = high / 2 if high > 1 else mpmath.mpf(0)
+        for _ in range(int((dps + 10) * 3.33) + int(mpmath.log(high + 1, 2)) + 2):
+            mid = (low + high) / 2
+            if not mpmath.isfinite(h_num(mid)):
+                raise InvalidScoreError(f"g: a g'(a) - g(a) + g(0) is not finite at a = {mid}")
+            low, high = (mid, high) if h_num(mid) < 0 else (low, mid)
+        root = (low + high) / 2
         return sp.Float(mpmath.nstr(root, dps), dps), False
 
 
