@@ -47,6 +47,20 @@ def verify_z_scaling(log_index: Callable[[sp.Expr], sp.Expr] = lambda alpha: alp
     return sp.simplify(sp.powsimp(left - right, force=True)) == 0
 
 
+def log_beta_at_zero() -> tuple[sp.Expr, sp.Expr]:
+    """lim_{u -> 0+} log_beta(u): (value for beta < 1, value for beta > 1), from eq 4.
+
+    beta = 1 gives log 0 = -oo, the same as beta > 1.
+    """
+    u, beta = S.u, S.beta
+    d = sp.Symbol("d", positive=True)
+    below = sp.limit(log_beta_definition(u, 1 - d), u, 0, "+").subs(d, 1 - beta)
+    above = sp.limit(log_beta_definition(u, 1 + d), u, 0, "+")
+    if sp.simplify(below + 1 / (1 - beta)) != 0 or above != -sp.oo:
+        raise AssertionError(f"log_beta at u = 0: unexpected limits {below}, {above}")
+    return below, above
+
+
 def derive_deformed() -> FamilyDerivation:
     """Stable forms, checked against eq 4.
 
@@ -54,6 +68,7 @@ def derive_deformed() -> FamilyDerivation:
     """
     u, beta, p, alpha = S.u, S.beta, S.p, S.alpha
     log_b = sp.log(u) * exprel((1 - beta) * sp.log(u))
+    at_zero = log_beta_at_zero()
     base = 1 + (1 - beta) * u
     exp_inside = sp.exp(u * log1prel((1 - beta) * u))
     if not verify_z_scaling():
@@ -84,8 +99,20 @@ def derive_deformed() -> FamilyDerivation:
     log_exp_b = sp.Piecewise((u * log1prel((1 - beta) * u), base > 0), (-sp.oo, True))
     # -p log_{2-alpha}(p) / alpha, with 0 log 0 = 0.
     term = sp.Piecewise((-p * log_b.subs({u: p, beta: 2 - alpha}) / alpha, p > 0), (0, True))
+    # u = 0: the limits (log u exprel(...) would be -inf * 0 = NaN there). In Torch the
+    # gradient there is d/dbeta of the limit, and 0 with respect to u (the one-sided
+    # derivative u^-beta is +inf for beta > 0; 0 keeps every gradient free of NaN).
+    u0 = sp.Symbol("u", nonnegative=True)  # u = 0 included (S.u is positive)
+    log_b_total = sp.Piecewise(
+        (log_b.subs(u, u0), u0 > 0), (at_zero[0], beta < 1), (at_zero[1], True)
+    )
     kernels = (
-        Kernel("log_beta", (u, beta), log_b, "beta-logarithm (eq 4), smooth through beta = 1."),
+        Kernel(
+            "log_beta",
+            (u0, beta),
+            log_b_total,
+            "beta-logarithm (eq 4), smooth through beta = 1; its limit at u = 0.",
+        ),
         Kernel("exp_beta", (u, beta), exp_b, "beta-exponential (eq 4), smooth through beta = 1."),
         Kernel(
             "tsallis_entropy_term",

@@ -13,10 +13,10 @@ __all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "soft
 
 
 def log_beta(u, beta):
-    """beta-logarithm (eq 4), smooth through beta = 1."""
+    """beta-logarithm (eq 4), smooth through beta = 1; its limit at u = 0."""
     u, beta = _special.promote(u, beta)
-    _t0 = torch.log(u)
-    return _t0*_special.exprel(_t0*(1 - beta))
+    _t0 = torch.log(torch.where(u > 0, u, 1))
+    return torch.where((u > 0), _t0*_special.exprel(_t0*(1 - beta)), torch.where((beta < 1), -1/(torch.where(-beta > -1, -beta, 0) + 1), -math.inf))
 
 
 def exp_beta(u, beta):

@@ -11,10 +11,10 @@ __all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "soft
 
 
 def log_beta(u, beta):
-    """beta-logarithm (eq 4), smooth through beta = 1."""
+    """beta-logarithm (eq 4), smooth through beta = 1; its limit at u = 0."""
     u, beta = _special.as_arrays(u, beta)
-    _t0 = np.log(u)
-    return _t0*_sp.exprel(_t0*(1 - beta))
+    _t0 = np.log(np.where(u > 0, u, 1))
+    return np.where((u > 0), _t0*_sp.exprel(_t0*(1 - beta)), np.where((beta < 1), -1/(np.where(-beta > -1, -beta, 0) + 1), -np.inf))
 
 
 def exp_beta(u, beta):
