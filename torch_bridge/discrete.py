@@ -113,17 +113,17 @@ def _row_statistics(
 def _logits(
     x: torch.Tensor, dim: int, mask: torch.Tensor | None, eps: float
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """y with softmax(y) = ev_softmax_train,eps(x); also the rows without valid entries."""
+    """y with softmax(y) = ev_softmax_train,eps(x); also the rows without valid entries.
+
+    Fast path: y = x - threshold (kept) or that plus the eq 10 shift. It is taken
+    when every row's spread top - mean is finite, so that no x - threshold can
+    overflow; that one check (a host sync) also catches NaN, +-inf and sums that
+    overflow. Otherwise ``_robust_logits``.
+    """
     valid = None if mask is None else mask.expand_as(x)
     mean, top, count = _row_statistics(x, dim, valid)
-    if not math.isfinite(mean.sum().item()):  # one host sync: NaN, +inf, -inf or overflow
-        if torch.isnan(x).any():
-            raise ValueError("x must not contain NaN")
-        if (x == float("inf")).any():
-            raise ValueError("x must not contain +inf")
-        finite = x > float("-inf")  # -inf entries are treated as masked
-        valid = finite if valid is None else valid & finite
-        mean, top, count = _row_statistics(x, dim, valid, scaled=True)
+    if x.numel() and not math.isfinite((top - mean).amax().item()):
+        return _robust_logits(x, dim, valid, eps)
     threshold = torch.minimum(mean, top)
     if count is not None:  # rows without valid entries: any finite threshold
         threshold = torch.where(count > 0, threshold, 0.0)
@@ -138,6 +138,34 @@ def _logits(
     if valid is not None:
         empty = count == 0
         y = y.masked_fill_(~valid, float("-inf")).masked_fill_(empty, 0.0)
+    return y, empty
+
+
+def _robust_logits(
+    x: torch.Tensor, dim: int, valid: torch.Tensor | None, eps: float
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """_logits for rows with NaN, infinities or a spread beyond the dtype's range.
+
+    NaN and +inf raise; -inf entries count as masked. The mean is summed after
+    dividing (no overflow). The support test uses d = x - threshold, whose sign
+    is right even when it overflows; the logits are x - top (never +inf), shifted
+    off the support. An entry whose log-probability lies below the dtype's range
+    gets -inf (probability 0), as in torch.log_softmax.
+    """
+    if torch.isnan(x).any():
+        raise ValueError("x must not contain NaN")
+    if (x == float("inf")).any():
+        raise ValueError("x must not contain +inf")
+    finite = x > float("-inf")
+    valid = finite if valid is None else valid & finite
+    mean, top, count = _row_statistics(x, dim, valid, scaled=True)
+    empty = count == 0
+    threshold = torch.where(empty, 0.0, torch.minimum(mean, top))
+    keep = (x - threshold) > -torch.finfo(x.dtype).tiny
+    shifted = x - torch.where(empty, 0.0, top)
+    off = float("-inf") if eps == 0 else shifted + _shift(eps)
+    y = torch.where(keep, shifted, off)
+    y = y.masked_fill(~valid, float("-inf")).masked_fill(empty, 0.0)
     return y, empty
 
 
@@ -246,6 +274,7 @@ def ev_softmax_nll_loss(
     if not isinstance(logits, torch.Tensor) or logits.dim() == 0:
         raise ValueError("logits must be a tensor of shape (C,), (N, C) or (N, C, d1, ...)")
     class_dim = 1 if logits.dim() >= 2 else 0
+    _check_target(logits, target, class_dim, ignore_index)
     log_p = log_ev_softmax(logits, dim=class_dim, eps=eps)
     losses = F.nll_loss(log_p, target, ignore_index=ignore_index, reduction="none")
     if reduction == "none":
@@ -254,6 +283,31 @@ def ev_softmax_nll_loss(
         return losses.sum()
     counted = (target != ignore_index).sum().clamp_min(1)
     return losses.sum() / counted
+
+
+def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_index: int) -> None:
+    """TypeError / ValueError for a target F.nll_loss would reject with another type."""
+    if not isinstance(target, torch.Tensor):
+        raise TypeError(f"target must be a tensor of class indices, got {type(target).__name__}")
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise TypeError(f"target must hold integer class indices, got dtype {target.dtype}")
+    if not isinstance(ignore_index, int) or isinstance(ignore_index, bool):
+        raise TypeError(f"ignore_index must be an int, got {ignore_index!r}")
+    expected = logits.shape[:class_dim] + logits.shape[class_dim + 1 :]
+    if target.shape != expected:
+        raise ValueError(
+            f"target must have shape {tuple(expected)} for logits {tuple(logits.shape)},"
+            f" got {tuple(target.shape)}"
+        )
+    if target.device != logits.device:
+        raise ValueError(f"target is on {target.device} but logits are on {logits.device}")
+    classes = logits.shape[class_dim]
+    counted = target[target != ignore_index]
+    if counted.numel() and bool(((counted < 0) | (counted >= classes)).any()):
+        bad = counted[(counted < 0) | (counted >= classes)][0].item()
+        raise ValueError(
+            f"target must lie in [0, {classes}) or equal ignore_index={ignore_index}, got {bad}"
+        )
 
 
 class EvSoftmax(nn.Module):
