@@ -111,3 +111,105 @@ def test_bad_input():
             BetaGaussian(**kwargs)
     with pytest.raises(ValueError, match="theta2"):
         loc_scale_from_natural(torch.tensor(1.0), torch.tensor(0.5))
+
+
+# --- validation follows torch.distributions (hardening issue, item 3) ---
+
+
+def test_asymmetric_or_indefinite_sigma_is_rejected():
+    loc = torch.zeros(2, dtype=F64)
+    for sigma in ([[1.0, 0.5], [0.2, 1.0]], [[1.0, 2.0], [2.0, 1.0]], [[1e-8, 5e-9], [0.0, 1e-8]]):
+        with pytest.raises(ValueError, match=r"scale .*symmetric positive definite"):
+            BetaGaussian(1.5, loc, torch.tensor(sigma, dtype=F64))
+    tiny = torch.tensor([[1e-8, 3e-9], [3e-9, 1e-8]], dtype=F64)  # symmetric, SPD, tiny entries
+    assert BetaGaussian(1.5, loc, tiny).radius > 0
+    huge = torch.tensor([[1e8, 3e7], [3e7 + 1e-3, 1e8]], dtype=F64)  # asymmetric by 1e-11 relative
+    assert BetaGaussian(1.5, loc, huge).radius > 0
+
+
+def test_log_prob_nan_policy():
+    d = BetaGaussian(1.5, torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]))
+    with pytest.raises(ValueError, match="value must not contain NaN"):
+        d.log_prob(torch.tensor([float("nan"), 0.0]))
+    quiet = BetaGaussian(
+        1.5, torch.tensor([0.0, 1.0]), torch.tensor([1.0, 2.0]), validate_args=False
+    )
+    out = quiet.log_prob(torch.tensor([float("nan"), 0.0]))
+    assert torch.isnan(out[0]) and torch.isfinite(out[1])
+    d2 = BetaGaussian(2.0, torch.zeros(2), torch.eye(2), validate_args=False)
+    out = d2.log_prob(torch.tensor([[float("nan"), 0.0], [0.0, 0.0], [9.0, 9.0]]))
+    assert torch.isnan(out[0]) and torch.isfinite(out[1]) and torch.isneginf(out[2])
+
+
+def test_parameter_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"do not broadcast: alpha \(\), loc \(3,\), scale \(4,\)"):
+        BetaGaussian(1.5, torch.zeros(3), torch.ones(4))
+    with pytest.raises(ValueError, match=r"alpha \(2,\), loc \(3,\), scale \(\)"):
+        BetaGaussian(torch.tensor([1.5, 2.0]), torch.zeros(3, 3), torch.eye(3))
+    with pytest.raises(TypeError, match="loc must be a tensor or a real number"):
+        BetaGaussian(1.5, "0", 1.0)
+    with pytest.raises(TypeError, match="scale must be a real tensor"):
+        BetaGaussian(1.5, 0.0, torch.tensor(True))
+    with pytest.raises(ValueError, match="parameter loc"):
+        BetaGaussian(1.5, torch.tensor([0.0, float("inf")]), torch.ones(2))
+    with pytest.raises(ValueError, match="parameter scale"):
+        BetaGaussian(1.5, 0.0, float("inf"))
+    with pytest.raises(ValueError, match=r"value must have event shape \(2,\)"):
+        BetaGaussian(1.5, torch.zeros(2), torch.eye(2)).log_prob(torch.zeros(3))
+
+
+def test_python_numbers_keep_their_value_and_device():
+    d = BetaGaussian(1.01, torch.tensor([0.0], dtype=F64), 1.0)
+    assert d.alpha.dtype == F64 and d.alpha.item() == 1.01  # not rounded through float32
+    assert BetaGaussian(1.5, 0.0, 1.0).loc.dtype == torch.get_default_dtype()
+
+
+def test_loc_scale_from_natural_inputs():
+    loc, scale = loc_scale_from_natural(1.0, -0.5)
+    assert float(loc) == 1.0 and float(scale) == 1.0
+    with pytest.raises(ValueError, match=r"-2 theta2 \(the precision Sigma\^-1\) must be positive"):
+        loc_scale_from_natural(torch.zeros(2), torch.zeros(2, 2))
+    with pytest.raises(ValueError, match="theta1 must be finite"):
+        loc_scale_from_natural(torch.tensor([float("nan"), 0.0]), -torch.eye(2))
+    with pytest.raises(ValueError, match="theta2 must be finite"):
+        loc_scale_from_natural(torch.tensor(0.0), torch.tensor(float("-inf")))
+    with pytest.raises(ValueError, match="symmetric"):
+        loc_scale_from_natural(torch.zeros(2), torch.tensor([[-1.0, 0.5], [0.0, -1.0]]))
+    with pytest.raises(TypeError, match="theta1 must be a tensor or a real number"):
+        loc_scale_from_natural("1", -0.5)
+    with pytest.raises(ValueError, match="do not broadcast"):
+        loc_scale_from_natural(torch.zeros(3), -torch.ones(4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_rsample(dtype):
+    for loc, scale in ((torch.zeros(3), torch.ones(3)), (torch.zeros(2), torch.eye(2))):
+        d = BetaGaussian(torch.tensor(1.5, dtype=dtype), loc.to(dtype), scale.to(dtype))
+        x = d.rsample((500,))
+        assert x.dtype == dtype and torch.isfinite(x).all()
+        # every draw lies inside the support (up to the half-precision rounding of x)
+        inside = BetaGaussian(1.5, loc, scale).log_prob(x.float() * (1 - 1e-2))
+        assert torch.isfinite(inside).all()
+
+
+@pytest.mark.parametrize("event", [(), (2,)])
+def test_empty_batches(event):
+    loc = torch.zeros(0, *event, dtype=F64, requires_grad=True)
+    scale = torch.ones(0, dtype=F64) if not event else torch.eye(2, dtype=F64).expand(0, 2, 2)
+    d = BetaGaussian(1.5, loc, scale)
+    assert d.batch_shape == (0,)
+    assert d.rsample((3,)).shape == (3, 0, *event)
+    assert d.log_prob(torch.zeros(0, *event, dtype=F64)).shape == (0,)
+    for value in (d.entropy(), d.variance, d.mean, d.radius, d.covariance_matrix):
+        assert value.shape[0] == 0
+    d.rsample((2,)).sum().backward()
+    assert loc.grad.shape == loc.shape
+
+
+def test_no_host_reads_without_validation():
+    """validate_args=False: construction, log_prob, entropy and rsample run on meta tensors."""
+    meta = torch.device("meta")
+    for loc, scale in ((torch.zeros(4, device=meta), torch.ones(4, device=meta)),):
+        d = BetaGaussian(torch.tensor(1.5, device=meta), loc, scale, validate_args=False)
+        assert d.log_prob(torch.zeros(4, device=meta)).shape == (4,)
+        assert d.entropy().shape == (4,) and d.variance.shape == (4,)

@@ -201,3 +201,25 @@ def test_nothing_is_silently_nan():
             d.ppf(0.25),
         ):
             assert np.isfinite(value)
+
+
+@pytest.mark.parametrize(
+    "dist",
+    [tsallis.TruncatedParabola(), tsallis.BetaGaussian(1.5, np.zeros(2), np.eye(2))],
+    ids=["1d", "2d"],
+)
+def test_rvs_size_takes_integers_only(dist):
+    """As NumPy's Generator: floats (even 3.0) are a TypeError, negatives a ValueError."""
+    for size in (2.5, (2, 2.5), np.float64(3.0), "3", True, np.array([2.0])):
+        with pytest.raises(TypeError, match="size must be None, an int or a tuple of ints"):
+            dist.rvs(size=size)
+    with pytest.raises(ValueError, match="size must be non-negative"):
+        dist.rvs(size=(2, -1))
+    event = (2,) if dist is not None and getattr(dist, "dim", 1) == 2 else ()
+    for size, shape in (
+        (3, (3,)),
+        (np.int64(2), (2,)),
+        ((2, 0), (2, 0)),
+        (np.array([1, 2]), (1, 2)),
+    ):
+        assert dist.rvs(size=size, random_state=0).shape == shape + event

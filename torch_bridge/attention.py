@@ -132,21 +132,67 @@ def _check_spd(name: str, matrix: torch.Tensor) -> None:
 
 
 def loc_scale_from_natural(
-    theta1: torch.Tensor, theta2: torch.Tensor
+    theta1: torch.Tensor | float, theta2: torch.Tensor | float, *, validate: bool = True
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(loc, scale) from the natural parameters, differentiably.
 
     1D: theta1 = mu / sigma^2, theta2 = -1 / (2 sigma^2) < 0 (shapes (...,)),
     returns (mu, sigma). 2D: theta1 = Sigma^-1 mu (..., 2), theta2 =
-    -Sigma^-1 / 2 (..., 2, 2) negative definite, returns (mu, Sigma).
+    -Sigma^-1 / 2 (..., 2, 2) symmetric negative definite, returns (mu, Sigma).
+    Python numbers are accepted (as tensors of the default dtype).
+
+    Raises:
+        TypeError: an argument is neither a real tensor nor a real number.
+        ValueError: NaN or inf in theta1 or theta2, theta2 >= 0 (1D), theta2 not
+            symmetric negative definite (2D), or shapes that do not broadcast.
+            Checked when ``validate`` (one host read).
+
+    Example:
+        >>> loc, scale = loc_scale_from_natural(1.0, -0.5)
+        >>> float(loc), float(scale)
+        (1.0, 1.0)
     """
-    if theta2.dim() >= 2 and theta2.shape[-2:] == (2, 2) and theta1.shape[-1:] == (2,):
-        precision = -2 * theta2
+    t1 = _natural("theta1", theta1, None)
+    t2 = _natural("theta2", theta2, t1)
+    t1 = t1.to(t2.dtype)
+    two_d = t2.dim() >= 2 and t2.shape[-2:] == (2, 2) and t1.shape[-1:] == (2,)
+    if validating := validate and not torch.compiler.is_compiling():
+        if not bool(torch.isfinite(t1).all()):
+            raise ValueError("theta1 must be finite (no NaN or inf)")
+        if not bool(torch.isfinite(t2).all()):
+            raise ValueError("theta2 must be finite (no NaN or inf)")
+    try:
+        if two_d:
+            torch.broadcast_shapes(t1.shape[:-1], t2.shape[:-2])
+        else:
+            torch.broadcast_shapes(t1.shape, t2.shape)
+    except RuntimeError:
+        raise ValueError(
+            f"theta1 {tuple(t1.shape)} and theta2 {tuple(t2.shape)} do not broadcast"
+            " (1D: shapes (...,); 2D: (..., 2) and (..., 2, 2))"
+        ) from None
+    if two_d:
+        precision = -2 * t2
+        if validating:
+            _check_spd("-2 theta2 (the precision Sigma^-1)", precision.detach())
         scale = torch.linalg.inv(precision)
-        return (scale @ theta1[..., None])[..., 0], scale
-    if not bool((theta2 < 0).all()):
+        return (scale @ t1[..., None])[..., 0], scale
+    if validating and not bool((t2 < 0).all()):
         raise ValueError("theta2 (= -1/(2 sigma^2)) must be < 0")
-    return -theta1 / (2 * theta2), torch.rsqrt(-2 * theta2)
+    return -t1 / (2 * t2), torch.rsqrt(-2 * t2)
+
+
+def _natural(name: str, value: object, like: torch.Tensor | None) -> torch.Tensor:
+    """A floating tensor from a tensor or a real number (TypeError otherwise)."""
+    if isinstance(value, torch.Tensor):
+        if not (value.is_floating_point() or value.dtype in (torch.int32, torch.int64)):
+            raise TypeError(f"{name} must be a real tensor, got dtype {value.dtype}")
+        return value if value.is_floating_point() else value.to(torch.get_default_dtype())
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a tensor or a real number, got {type(value).__name__}")
+    dtype = like.dtype if like is not None else torch.get_default_dtype()
+    device = like.device if like is not None else None
+    return torch.tensor(float(value), dtype=dtype, device=device)
 
 
 # ---------------------------------------------------------------- 1D

@@ -11,12 +11,91 @@ from __future__ import annotations
 
 import torch
 from torch.distributions import Beta, Distribution, constraints
-from torch.distributions.utils import broadcast_all
 
 from torch_bridge._generated import beta_gaussian as _gen
 from torch_bridge.attention import loc_scale_from_natural
 
 __all__ = ["BetaGaussian"]
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+class _Finite(constraints.Constraint):
+    """Finite real values (no NaN, no inf), optionally > 0; ``event_dim`` 1 for vectors."""
+
+    def __init__(self, event_dim: int = 0, positive: bool = False) -> None:
+        self.event_dim = event_dim
+        self.positive = positive
+        super().__init__()
+
+    def check(self, value: torch.Tensor) -> torch.Tensor:
+        ok = torch.isfinite(value) & (value > 0) if self.positive else torch.isfinite(value)
+        return ok.all(-1) if self.event_dim == 1 else ok
+
+    def __repr__(self) -> str:
+        kind = "finite and > 0" if self.positive else "finite"
+        return f"{kind}{' (vector)' if self.event_dim else ''}"
+
+
+class _SymmetricPositiveDefinite(constraints.Constraint):
+    """Finite, symmetric to 1e-6 relative to the largest entry, and positive definite.
+
+    (torch's positive_definite compares with an absolute 1e-6: it accepts any
+    asymmetric Sigma with entries near 1e-8 and rejects large ones for rounding.)
+    """
+
+    event_dim = 2
+
+    def check(self, value: torch.Tensor) -> torch.Tensor:
+        finite = torch.isfinite(value).all(-1).all(-1)
+        size = value.abs().amax((-2, -1), keepdim=True)
+        symmetric = ((value - value.transpose(-1, -2)).abs() <= 1e-6 * size).all(-1).all(-1)
+        eye = torch.eye(value.shape[-1], dtype=value.dtype, device=value.device)
+        safe = torch.where((finite & symmetric)[..., None, None], value, eye)
+        work = safe.float() if safe.dtype in _HALF else safe
+        return finite & symmetric & torch.linalg.cholesky_ex(work).info.eq(0)
+
+    def __repr__(self) -> str:
+        return "symmetric positive definite"
+
+
+_ALPHA = constraints.greater_than(1.0)
+_FINITE, _FINITE_VECTOR, _FINITE_POSITIVE = _Finite(), _Finite(1), _Finite(positive=True)
+_SPD = _SymmetricPositiveDefinite()
+
+
+def _tensor(name: str, value: object) -> torch.Tensor:
+    """A real tensor from a tensor or a real number (TypeError otherwise).
+
+    A number becomes an exact float64 tensor; it does not choose the dtype (``_dtype``).
+    """
+    if isinstance(value, torch.Tensor):
+        if value.is_complex() or value.dtype == torch.bool:
+            raise TypeError(f"{name} must be a real tensor, got dtype {value.dtype}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a tensor or a real number, got {type(value).__name__}")
+    return torch.tensor(float(value), dtype=torch.float64)
+
+
+def _dtype(*given: object) -> torch.dtype:
+    """The floating dtype of the tensor arguments (promoted); the default one if none."""
+    dtype = None
+    for value in given:
+        if isinstance(value, torch.Tensor):
+            dtype = value.dtype if dtype is None else torch.promote_types(dtype, value.dtype)
+    if dtype is None or not dtype.is_floating_point:
+        return torch.get_default_dtype()
+    return dtype
+
+
+def _broadcast(**shapes: torch.Size) -> torch.Size:
+    """The broadcast batch shape; ValueError naming the parameters when they do not."""
+    try:
+        return torch.broadcast_shapes(*shapes.values())
+    except RuntimeError:
+        listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
+        raise ValueError(f"batch shapes do not broadcast: {listed}") from None
 
 
 class BetaGaussian(Distribution):
@@ -24,16 +103,38 @@ class BetaGaussian(Distribution):
 
     1D: ``scale`` is sigma > 0 (the score is -(t - loc)^2 / (2 sigma^2)); the
     support is [loc - a, loc + a], a the generated half-width. N-D: pass
-    ``loc`` (..., D) and ``scale`` = Sigma (..., D, D), positive definite.
-    ``log_prob`` is -inf outside the support (values there are not
-    rejected); ``entropy`` is the Tsallis alpha-entropy; ``rsample`` is
-    reparameterized (|z|^2 / R^2 ~ Beta(D/2, 1/(alpha-1) + 1) along a uniform
-    direction). ``BetaGaussian.from_natural`` takes theta1 = Sigma^-1 loc,
-    theta2 = -Sigma^-1 / 2 instead.
+    ``loc`` (..., D) and ``scale`` = Sigma (..., D, D), symmetric positive definite.
+    ``log_prob`` is -inf outside the support (values there are not rejected, as
+    in scipy.stats' logpdf); ``entropy`` is the Tsallis alpha-entropy; ``rsample``
+    is reparameterized (|z|^2 / R^2 ~ Beta(D/2, 1/(alpha-1) + 1) along a uniform
+    direction; float16 and bfloat16 are drawn in float32 and cast back).
+    ``BetaGaussian.from_natural`` takes theta1 = Sigma^-1 loc, theta2 = -Sigma^-1 / 2.
+
+    Validation follows torch.distributions: with ``validate_args`` (on unless
+    disabled, as in torch) the parameters are checked against ``arg_constraints``
+    at construction, a ValueError naming the parameter, and ``log_prob`` rejects
+    NaN and misshapen values. With ``validate_args=False`` nothing is read back
+    from the device, and NaN propagates (log_prob(NaN) is NaN).
+
+    Raises:
+        TypeError: a parameter is not a real tensor or number.
+        ValueError: shapes that do not broadcast; with validation, alpha <= 1,
+            a non-finite loc, scale <= 0, or a Sigma that is not symmetric
+            positive definite.
+
+    Example:
+        >>> d = BetaGaussian(2.0, torch.tensor(0.0), torch.tensor(1.0))
+        >>> round(float(d.half_width), 4)
+        1.3104
     """
 
-    arg_constraints = {"alpha": constraints.greater_than(1.0)}  # noqa: RUF012
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
+        if getattr(self, "multivariate", False):
+            return {"alpha": _ALPHA, "loc": _FINITE_VECTOR, "scale": _SPD}
+        return {"alpha": _ALPHA, "loc": _FINITE, "scale": _FINITE_POSITIVE}
 
     def __init__(
         self,
@@ -42,48 +143,40 @@ class BetaGaussian(Distribution):
         scale: float | torch.Tensor,
         validate_args: bool | None = None,
     ) -> None:
-        loc_t = torch.as_tensor(loc) if not isinstance(loc, torch.Tensor) else loc
-        scale_t = torch.as_tensor(scale) if not isinstance(scale, torch.Tensor) else scale
+        alpha_t, loc_t, scale_t = (
+            _tensor("alpha", alpha),
+            _tensor("loc", loc),
+            _tensor("scale", scale),
+        )
         self.multivariate = (
             scale_t.dim() >= 2 and loc_t.dim() >= 1 and scale_t.shape[-1] == loc_t.shape[-1]
         )
+        dtype = _dtype(alpha, loc, scale)
+        device = next((v.device for v in (loc, scale, alpha) if isinstance(v, torch.Tensor)), None)
+        alpha_t, loc_t, scale_t = (t.to(device=device) for t in (alpha_t, loc_t, scale_t))
         if self.multivariate:
             d = loc_t.shape[-1]
             if scale_t.shape[-2:] != (d, d):
                 raise ValueError(
                     f"scale (Sigma) must have shape (..., {d}, {d}), got {tuple(scale_t.shape)}"
                 )
-            dtype = torch.promote_types(loc_t.dtype, scale_t.dtype)
-            if not dtype.is_floating_point:
-                dtype = torch.get_default_dtype()
-            alpha_t = torch.as_tensor(alpha, dtype=dtype, device=loc_t.device)
-            low, info = torch.linalg.cholesky_ex(scale_t.to(dtype))
-            if bool((info != 0).any()):
-                raise ValueError("scale (Sigma) must be symmetric positive definite")
-            batch = torch.broadcast_shapes(alpha_t.shape, loc_t.shape[:-1], scale_t.shape[:-2])
-            self.alpha = alpha_t.expand(batch)
+            batch = _broadcast(alpha=alpha_t.shape, loc=loc_t.shape[:-1], scale=scale_t.shape[:-2])
+            self.alpha = alpha_t.to(dtype).expand(batch)
             self.loc = loc_t.to(dtype).expand(*batch, d)
             self.scale = scale_t.to(dtype).expand(*batch, d, d)
-            self._low = low.expand(*batch, d, d)
-            self._logdet = 2 * torch.log(torch.diagonal(self._low, dim1=-2, dim2=-1)).sum(-1)
-            event = (d,)
+            event: tuple[int, ...] = (d,)
         else:
-            self.alpha, self.loc, self.scale = broadcast_all(alpha, loc_t, scale_t)
-            if not self.scale.is_floating_point():
-                self.alpha, self.loc, self.scale = (
-                    t.to(torch.get_default_dtype()) for t in (self.alpha, self.loc, self.scale)
-                )
-            batch, event = self.loc.shape, ()
-        if not torch.compiler.is_compiling():
-            if not bool((self.alpha > 1).all()) or not bool(torch.isfinite(self.alpha).all()):
-                raise ValueError("alpha must be finite and > 1 (alpha = 1 is the Gaussian)")
-            if not bool(torch.isfinite(self.loc).all()):
-                raise ValueError("loc must be finite")
-            if not self.multivariate and not bool(
-                (torch.isfinite(self.scale) & (self.scale > 0)).all()
-            ):
-                raise ValueError("scale (sigma) must be finite and > 0")
+            batch = _broadcast(alpha=alpha_t.shape, loc=loc_t.shape, scale=scale_t.shape)
+            self.alpha, self.loc, self.scale = (
+                t.to(dtype).expand(batch) for t in (alpha_t, loc_t, scale_t)
+            )
+            event = ()
         super().__init__(batch_shape=batch, event_shape=event, validate_args=validate_args)
+        if self.multivariate:
+            # float16 / bfloat16 have no Cholesky kernel: factor in float32.
+            work = self.scale.float() if dtype in _HALF else self.scale
+            self._low = torch.linalg.cholesky_ex(work)[0].to(dtype)
+            self._logdet = 2 * torch.log(torch.diagonal(self._low, dim1=-2, dim2=-1)).sum(-1)
 
     @classmethod
     def from_natural(
@@ -138,13 +231,22 @@ class BetaGaussian(Distribution):
         return _gen.cov_scale(self.alpha, self.dim, self._logdet)[..., None, None] * self.scale
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
-        """log p(value); -inf outside the support."""
+        """log p(value): -inf outside the support; NaN raises when validating, else gives NaN.
+
+        ``value`` broadcasts against batch_shape + event_shape.
+        """
         value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
+        if self._validate_args:
+            self._validate_sample(value)
         if self.multivariate:
             diff = (value - self.loc)[..., None]
             z = torch.linalg.solve_triangular(self._low, diff, upper=False)[..., 0]
-            return _gen.logpdf_d2((z * z).sum(-1), self.alpha, self.dim, self._logdet)
-        return _gen.logpdf_1d(value, self.alpha, self.loc, self.scale)
+            out = _gen.logpdf_d2((z * z).sum(-1), self.alpha, self.dim, self._logdet)
+            nan = torch.isnan(value).any(-1)
+        else:
+            out = _gen.logpdf_1d(value, self.alpha, self.loc, self.scale)
+            nan = torch.isnan(value)
+        return torch.where(nan, torch.nan, out)  # the kernels read NaN as "outside": -inf
 
     def entropy(self) -> torch.Tensor:
         """The Tsallis alpha-entropy (seed 000 eq 6), not the Shannon entropy."""
@@ -153,7 +255,15 @@ class BetaGaussian(Distribution):
         return _gen.tsallis_entropy_1d(self.alpha, self.scale)
 
     def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
+        """Reparameterized samples of shape sample_shape + batch_shape + event_shape."""
         shape = self._extended_shape(torch.Size(sample_shape))
+        if shape.numel() == 0:  # empty in, empty out (torch's Beta cannot draw nothing)
+            return self.loc.expand(shape).clone()
+        if self.loc.dtype in _HALF:  # Beta and Cholesky have no half kernels: draw in float32
+            twin = BetaGaussian(
+                self.alpha.float(), self.loc.float(), self.scale.float(), validate_args=False
+            )
+            return twin.rsample(sample_shape).to(self.loc.dtype)
         k = 1 / (self.alpha - 1)
         radial = Beta(torch.full_like(k, self.dim / 2), k + 1).rsample(sample_shape)  # |z|^2/R^2
         length = torch.sqrt(radial) * self.radius
@@ -168,13 +278,22 @@ class BetaGaussian(Distribution):
         return self.loc + (self._low @ z[..., None])[..., 0]
 
     def _validate_sample(self, value: torch.Tensor) -> None:
-        """Values outside the support are allowed (log_prob -inf); shapes are still checked."""
-        if not isinstance(value, torch.Tensor):
-            raise ValueError("The value argument to log_prob must be a Tensor")
+        """NaN and shapes are checked; values outside the support are allowed (log_prob -inf)."""
         event_dim = len(self._event_shape)
-        if value.shape[value.dim() - event_dim :] != self._event_shape:
-            raise ValueError(f"The right-most size of value must match event_shape: {value.shape}")
-        torch.broadcast_shapes(value.shape, self._batch_shape + self._event_shape)
+        if value.dim() < event_dim or value.shape[value.dim() - event_dim :] != self._event_shape:
+            raise ValueError(
+                f"value must have event shape {tuple(self._event_shape)} on the right,"
+                f" got {tuple(value.shape)}"
+            )
+        try:
+            torch.broadcast_shapes(value.shape, self._batch_shape + self._event_shape)
+        except RuntimeError:
+            raise ValueError(
+                f"value {tuple(value.shape)} does not broadcast with batch + event shape"
+                f" {tuple(self._batch_shape + self._event_shape)}"
+            ) from None
+        if bool(torch.isnan(value).any()):
+            raise ValueError("value must not contain NaN")
 
     def __repr__(self) -> str:
         shapes = (self.alpha.shape, self.loc.shape, self.scale.shape)

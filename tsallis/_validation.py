@@ -114,13 +114,24 @@ def rng(random_state: int | np.random.Generator | None) -> np.random.Generator:
 
 
 def sample_shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
-    """``size`` of rvs as a shape tuple (None -> ())."""
+    """``size`` of rvs as a shape tuple (None -> ()); integers only, as in NumPy.
+
+    Raises TypeError for a non-integer (2.5, np.float64(3.0), "3") anywhere in
+    ``size`` and ValueError for a negative entry.
+    """
     if size is None:
         return ()
-    try:
-        shape = tuple(int(n) for n in np.atleast_1d(size))
-    except (TypeError, ValueError):
-        raise ValueError(f"size must be None, an int or a tuple of ints, got {size!r}") from None
+    if isinstance(size, np.ndarray) and size.ndim <= 1:
+        entries = tuple(size.reshape(-1).tolist()) if size.dtype.kind in "iu" else (size,)
+    else:
+        entries = size if isinstance(size, (tuple, list)) else (size,)
+    for n in entries:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(
+                f"size must be None, an int or a tuple of ints, got {size!r}"
+                f" ({type(n).__name__} is not an integer)"
+            )
+    shape = tuple(int(n) for n in entries)
     if any(n < 0 for n in shape):
         raise ValueError(f"size must be non-negative, got {size!r}")
     return shape
