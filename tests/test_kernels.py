@@ -159,3 +159,16 @@ def test_bad_bases_and_basis():
         family.expect_rbf([0.1], [-1.0])
     with pytest.raises(ValueError, match="one length"):
         family.expect_rbf([0.1, 0.2], [0.1])
+
+
+@pytest.mark.parametrize("alpha", [1.0001, 1.000001])
+def test_alpha_close_to_one_with_support_edges(alpha):
+    """1/(alpha-1) in the thousands: the kink-aware rule uses Gauss-Legendre at the roots
+    (Gauss-Jacobi weights overflow there; this raised 'the interval needs a < b')."""
+    gamma = np.array([-3e4, 5.0, -3e4, 2.0, 1.0])
+    family = KernelFamily(gamma, np.linspace(0, 1, 5), alpha=alpha, bandwidth=0.1)
+    assert len(family.rule.support_edges) >= (2 if alpha == 1.0001 else 0)
+    rbf = [lambda t: mp.npdf(t, 0.3, 0.1)]
+    _, truth = _truth(family, rbf, dps=20)
+    got = family.expect_rbf([0.3], [0.1])[0]
+    assert abs(got - float(truth[0])) <= 1e-12 * abs(float(truth[0]))

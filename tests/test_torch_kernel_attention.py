@@ -166,3 +166,137 @@ def test_bad_input_names_the_argument():
     for call, error, match in cases:
         with pytest.raises(error, match=match):
             call()
+
+
+# --- hardening: empty input, bounded memory, steep gamma, alpha -> 1, near roots ---
+
+import torch_bridge.kernel as kernel_module  # noqa: E402
+
+
+@pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0, 3.0])
+def test_empty_batch_and_no_inducing_points(alpha):
+    basis = _basis(requires_grad=True)
+    inducing = torch.tensor(INDUCING, requires_grad=True)
+    gamma = torch.zeros(0, 3, INDUCING.size, dtype=F64, requires_grad=True)
+    out = kernel_attention(gamma, inducing, basis, alpha)
+    assert out.shape == (0, 3, MU.size)
+    out.sum().backward()
+    assert gamma.grad.shape == gamma.shape and basis.mu.grad is not None
+    # M = 0: f~ = 0, so p is the base law and r_j = E_Q[psi_j] (uniform on [0, 1] here)
+    none = kernel_attention(
+        torch.zeros(2, 0, dtype=F64), torch.zeros(0, dtype=F64), _basis(), alpha
+    )
+    with mp.workdps(30):
+        expected = [
+            float(mp.ncdf((1 - m) / s) - mp.ncdf(-m / s)) for m, s in zip(MU, SD, strict=True)
+        ]
+    assert np.abs(none.numpy() - expected).max() <= 1e-14
+
+
+def test_chunks_do_not_change_values_or_gradients(monkeypatch):
+    """Many chunks (checkpointed) give the one-chunk result, values and gradients, to 1e-14."""
+    gamma = torch.tensor(np.stack([_gamma(s) for s in range(3)]), requires_grad=True)
+    inducing = torch.tensor(INDUCING)
+    results = []
+    for elements in (1 << 22, 2000):  # one chunk; about one panel per chunk
+        monkeypatch.setattr(kernel_module, "CHUNK_ELEMENTS", elements)
+        gamma.grad = None
+        for alpha in (1.0, 3.0):
+            out = kernel_attention(gamma, inducing, _basis(), alpha, "laplace", 0.1)
+            (out * torch.arange(MU.size, dtype=F64)).sum().backward()
+        results.append((out.detach().clone(), gamma.grad.clone()))
+    (r1, g1), (r2, g2) = results
+    assert torch.allclose(r1, r2, rtol=0, atol=1e-14 * r1.abs().max())
+    assert torch.allclose(g1, g2, rtol=0, atol=1e-13 * g1.abs().max())
+
+
+def test_tiny_bandwidth_is_refused_with_a_working_value():
+    gamma = torch.tensor(_gamma(0))[None]
+    with pytest.raises(ValueError, match=r"use a bandwidth of at least 1\.5\de-05"):
+        kernel_attention(gamma, torch.tensor(INDUCING), _basis(), 2.0, bandwidth=1e-6)
+    narrow = GaussianRBF(torch.tensor(MU), torch.full((MU.size,), 1e-7, dtype=F64))
+    with pytest.raises(ValueError, match="follows the RBF width 1e-07"):
+        kernel_attention(gamma, torch.tensor(INDUCING), narrow, 2.0)
+
+
+def test_small_bandwidth_runs_in_bounded_memory():
+    """bandwidth 1e-4 on [0, 1] (10^4 panels, 1.6e5 nodes) with gradients, in a subprocess:
+    peak memory stays below 700 MB (it was >2.5 GiB at 1e-6 before chunking)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, torch\n"
+        "from torch_bridge import GaussianRBF, kernel_attention\n"
+        "b = GaussianRBF(torch.linspace(0, 1, 8, dtype=torch.float64),"
+        " torch.full((8,), 0.1, dtype=torch.float64))\n"
+        "g = torch.randn(16, 10, dtype=torch.float64, requires_grad=True)\n"
+        "r = kernel_attention(g, torch.linspace(0, 1, 10, dtype=torch.float64), b, 2.0,"
+        " bandwidth=1e-4)\n"
+        "r.sum().backward()\n"
+        "assert torch.isfinite(g.grad).all()\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) < 700
+
+
+@pytest.mark.parametrize("kernel", ["gaussian", "laplace"])
+def test_steep_gamma_matches_the_refined_reference(kernel):
+    """gamma of size 1000: panels shrink with the envelope (was 1e-3 off for Laplace)."""
+    for seed in range(2):
+        gamma = np.random.default_rng(seed).standard_normal(INDUCING.size) * 1000
+        for alpha in (1.0, 2.0):
+            got = kernel_attention(
+                torch.tensor(gamma)[None], torch.tensor(INDUCING), _basis(), alpha, kernel, 0.1
+            )[0].numpy()
+            ref = KernelFamily(gamma, INDUCING, alpha=alpha, kernel=kernel, bandwidth=0.1)
+            expected = ref.expect_rbf(MU, SD)
+            assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max()
+
+
+@pytest.mark.parametrize(("alpha", "seed"), [(5.0, 12), (3.0, 5)])
+def test_roots_just_outside_a_panel(alpha, seed):
+    """A support boundary just beyond a panel end made plain Gauss-Legendre on that panel
+    1.8e-7 (alpha = 5, seed 12) and 1.0e-9 (alpha = 3, seed 5) off; graded pieces bring
+    the rows within 1e-12 of 20-digit mpmath."""
+    rbf = [lambda t, m=m, s=s: mp.npdf(t, m, s) for m, s in zip(MU, SD, strict=True)]
+    gamma = np.random.default_rng(seed).standard_normal(INDUCING.size) * 3
+    family = KernelFamily(gamma, INDUCING, alpha=alpha, bandwidth=0.1)
+    truth = np.array([float(v) for v in _truth(family, rbf, dps=20)[1]])
+    got = kernel_attention(
+        torch.tensor(gamma)[None], torch.tensor(INDUCING), _basis(), alpha, bandwidth=0.1
+    )[0].numpy()
+    assert np.abs(got - truth).max() <= 1e-12 * np.abs(truth).max()
+
+
+_NEAR_ONE = [(gap, scale) for gap in (1e-2, 1e-3, 1e-4, 1e-6) for scale in (2.0, 200.0)]
+_NEAR_ONE_FAST = [(1e-6, 200.0), (1e-2, 2.0)]
+
+
+@pytest.mark.parametrize(
+    ("gap", "scale"),
+    [
+        pytest.param(*case, marks=() if case in _NEAR_ONE_FAST else pytest.mark.slow)
+        for case in _NEAR_ONE
+    ],
+)
+def test_alpha_close_to_one_matches_mpmath(gap, scale):
+    """alpha = 1 + gap within 1e-10 of 20-digit mpmath, for moderate and large gamma
+    (alpha = 1.0001 and 1.0005 gave NaN; large gamma was 4e-4 off). Three RBFs (the
+    ends and the middle of the basis) keep the default run short; -m slow runs all 8."""
+    pick = [0, MU.size // 2, MU.size - 1]
+    rbf = [lambda t, m=MU[j], s=SD[j]: mp.npdf(t, m, s) for j in pick]
+    gamma = _gamma(1) * scale
+    family = KernelFamily(gamma, INDUCING, alpha=1 + gap, bandwidth=0.1)
+    truth = np.array([float(v) for v in _truth(family, rbf, dps=20)[1]])
+    got = kernel_attention(
+        torch.tensor(gamma)[None], torch.tensor(INDUCING), _basis(), 1 + gap, bandwidth=0.1
+    )[0].numpy()[pick]
+    assert np.abs(got - truth).max() <= 1e-10 * np.abs(truth).max()
+    softmax = kernel_attention(
+        torch.tensor(gamma)[None], torch.tensor(INDUCING), _basis(), 1.0, bandwidth=0.1
+    )[0].numpy()[pick]
+    # continuity: the alpha = 1 + gap result moves away from kernel softmax like gap
+    assert np.abs(got - softmax).max() <= 50 * scale * gap * np.abs(truth).max()

@@ -123,6 +123,8 @@ class GaussianRBF(nn.Module):
 
 def _check_spd(name: str, matrix: torch.Tensor) -> None:
     """Symmetric (to 1e-6 relative) and positive definite, else ValueError."""
+    if matrix.numel() == 0:
+        return
     asym = (matrix - matrix.transpose(-1, -2)).abs().amax()
     if float(asym) > 1e-6 * float(matrix.abs().amax()):
         raise ValueError(f"{name} must be symmetric")

@@ -201,6 +201,9 @@ def attention_2d(
         raise ValueError(f"alpha = {alpha} in 2D: supported are alpha = 1 and alpha = 2")
     loc = loc.expand(*batch, 2)
     scale = scale.expand(*batch, 2, 2)
+    if loc.numel() == 0:  # empty in, empty out; still on the graph, as torch's own ops are
+        anchor = 0 * (loc.sum() + scale.sum() + basis.mu.sum() + basis.sigma.sum())
+        return loc.new_zeros(*batch, basis.mu.shape[0]) + anchor.to(loc.dtype)
     scale = (scale + scale.transpose(-1, -2)) / 2
     if alpha == 1.0:
         args = [t.to(_F64) for t in (loc, scale, basis.mu, basis.sigma)]

@@ -580,7 +580,12 @@ def _evaluate(
     alpha = check.real_at_least("alpha", alpha, 1.0)
     if basis.dim == 1:
         return _rho_jacobian_1d(alpha, loc, scale, basis, jac)
-    loc_a, scale_a, chol, _ = _inputs_nd(loc, scale, basis)
+    loc_a, scale_a, chol, dtype = _inputs_nd(loc, scale, basis)
+    supported = alpha == 1 or (alpha == 2 and basis.dim == 2)
+    if supported and loc_a.shape[:-1] and math.prod(loc_a.shape[:-1]) == 0:
+        batch, d, n = loc_a.shape[:-1], basis.dim, basis.size  # empty in, empty out
+        jacobian_ = np.zeros((*batch, d + d * d, n), dtype) if jac else None
+        return np.zeros((*batch, n), dtype), jacobian_
     if alpha == 1:
         return _gaussian_nd(loc_a, scale_a, basis, jac)
     if alpha == 2 and basis.dim == 2:
