@@ -16,6 +16,7 @@ from pathlib import Path
 
 import sympy as sp
 
+from derivations.primitives import combine_loggamma_ratios
 from derivations.printers import BACKENDS, BackendPrinter, sanitize_piecewise
 from derivations.result import Kernel
 
@@ -52,7 +53,7 @@ def render_function(kernel: Kernel, printer: BackendPrinter) -> str:
     expr, centring = _centre(kernel)
     # A Tuple kernel returns several values that share CSE temporaries.
     parts = list(expr) if isinstance(expr, sp.Tuple) else [expr]
-    parts = [sanitize_piecewise(part) for part in parts]
+    parts = [sanitize_piecewise(combine_loggamma_ratios(part)) for part in parts]
     allowed = set(kernel.args) | ({sp.Symbol("_dx", real=True)} if centring else set())
     free = set().union(*(part.free_symbols for part in parts))
     missing = free - allowed

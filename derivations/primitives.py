@@ -9,6 +9,7 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = [
+    "LogGammaRatio",
     "NormalMass",
     "PositivePart",
     "betaincinv",
@@ -125,3 +126,70 @@ class NormalMass(sp.Function):
         lo, hi = (printer._print(a) for a in self.args)
         text = rf"\left[\Phi\right]_{{{lo}}}^{{{hi}}}"
         return text if exp is None else rf"\left({text}\right)^{{{exp}}}"
+
+
+class LogGammaRatio(sp.Function):
+    """log Gamma(x + h) - log Gamma(x), printed as a stable helper.
+
+    The difference of two log-gammas loses about x * eps when x is large (alpha
+    close to 1 gives x = 1/(alpha - 1)); the helper uses Stirling's series there.
+    """
+
+    nargs = 2
+
+    def _eval_rewrite_as_loggamma(self, x: sp.Expr, h: sp.Expr, **kwargs: object) -> sp.Expr:
+        return sp.loggamma(x + h) - sp.loggamma(x)
+
+    def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
+        x, h = (printer._print(a) for a in self.args)
+        text = rf"\log\frac{{\Gamma({x} + {h})}}{{\Gamma({x})}}"
+        return text if exp is None else rf"\left({text}\right)^{{{exp}}}"
+
+
+def combine_loggamma_ratios(expr: sp.Expr) -> sp.Expr:
+    """Rewrite c log Gamma(A) - c log Gamma(B) as c LogGammaRatio(min, |A - B|) in every sum.
+
+    Applied when A - B does not depend on every symbol of A (the large argument
+    cancels, as in Gamma(k + 3/2) / Gamma(k + 1)); log(gamma(z)) counts as
+    log Gamma(z). Only sums holding such a pair are rebuilt (xreplace), so that
+    SymPy re-evaluates nothing else. An exact identity.
+    """
+
+    def split(term: sp.Expr) -> tuple[sp.Expr, sp.Expr] | None:
+        coeff, rest = term.as_independent(sp.loggamma, sp.gamma, as_Add=False)
+        if isinstance(rest, sp.loggamma):
+            return coeff, rest.args[0]
+        if isinstance(rest, sp.log) and isinstance(rest.args[0], sp.gamma):
+            return coeff, rest.args[0].args[0]
+        return None
+
+    def pair(add: sp.Add) -> sp.Expr | None:
+        terms = list(add.args)
+        for i, first in enumerate(terms):
+            pa = split(first)
+            for j in range(i + 1, len(terms)) if pa else ():
+                pb = split(terms[j])
+                if pb is None or sp.simplify(pa[0] + pb[0]) != 0:
+                    continue
+                diff = sp.simplify(pa[1] - pb[1])  # A - B
+                if diff == 0 or diff.free_symbols >= pa[1].free_symbols:
+                    continue
+                if diff.is_nonnegative:
+                    new = pa[0] * LogGammaRatio(pb[1], diff)
+                elif (-diff).is_nonnegative:
+                    new = -pa[0] * LogGammaRatio(pa[1], -diff)
+                else:
+                    continue
+                rest = [t for k, t in enumerate(terms) if k not in (i, j)]
+                combined = sp.Add(*rest, new)
+                again = pair(combined) if isinstance(combined, sp.Add) else None
+                return combined if again is None else again
+        return None
+
+    mapping = {}
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, sp.Add) and node not in mapping:
+            new = pair(node)
+            if new is not None:
+                mapping[node] = new
+    return expr.xreplace(mapping) if mapping else expr

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import sympy as sp
 
 from derivations.primitives import (
+    LogGammaRatio,
     NormalMass,
     PositivePart,
     betaincinv,
@@ -176,6 +177,7 @@ NUMPY = Backend(
         sp.Min: _max_min("np.minimum", None),
         PositivePart: lambda p, e: f"np.maximum({p.print(e.args[0])}, 0.0)",
         NormalMass: _call("_special.normal_mass"),
+        LogGammaRatio: _call("_special.lgamma_ratio"),
         **{f: _call("np." + _NUMPY_NAMES.get(f, f.__name__)) for f in _ELEMENTARY},
         Sanitized: _sanitized("np.where"),
     },
@@ -206,6 +208,7 @@ TORCH = Backend(
         sp.Min: _max_min("torch.minimum", "max"),
         PositivePart: lambda p, e: f"torch.clamp({p.print(e.args[0])}, min=0.0)",
         NormalMass: _call("_special.normal_mass"),
+        LogGammaRatio: _call("_special.lgamma_ratio"),
         **{f: _call("torch." + f.__name__) for f in _ELEMENTARY},
         Sanitized: _sanitized("torch.where"),
     },

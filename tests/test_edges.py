@@ -144,3 +144,149 @@ def test_ev_softmax_nll_loss_rejects_bad_targets():
     # ignore_index entries may hold any value
     loss = ev_softmax_nll_loss(logits, torch.tensor([0, -100]), reduction="none")
     assert loss.shape == (2,) and loss[1] == 0
+
+
+# --- alpha close to 1: log-gamma ratios, Gegenbauer rules, continuous attention ---
+
+
+def test_lgamma_ratio_against_mpmath():
+    """log Gamma(x + h) - log Gamma(x): the plain difference lost x eps (2.8e-10 at 1e6)."""
+    from torch_bridge._special import lgamma_ratio as torch_ratio
+    from tsallis._special import lgamma_ratio
+
+    eps = np.finfo(np.float64).eps
+    with mp.workdps(40):
+        for x in (1e-3, 0.5, 1.0, 9.99, 10.0, 1e3, 1e6, 1e9, 1e13):
+            for h in (0.25, 0.5, 1.5, 3.0):
+                exact = mp.loggamma(mp.mpf(x) + h) - mp.loggamma(mp.mpf(x))
+                bound = 16 * eps * max(1.0, abs(float(exact)))
+                assert abs(float(lgamma_ratio(x, h)) - float(exact)) <= bound, (x, h)
+                got = torch_ratio(torch.tensor(x, dtype=torch.float64), h)
+                assert abs(float(got) - float(exact)) <= bound, (x, h)
+
+
+@pytest.mark.parametrize("exponent", [3.5, 2000.0, 1e6, 1e9])
+def test_symmetric_gauss_jacobi_for_any_exponent(exponent):
+    """64 nodes for (1 - x^2)^a integrate x^(2j) exactly (scipy's weights are NaN at 1e6)."""
+    from tsallis.quadrature import gauss_jacobi
+
+    x, w = gauss_jacobi(64, exponent, exponent)
+    assert np.array_equal(x, -x[::-1]) and np.array_equal(w, w[::-1])
+    with mp.workdps(40):
+        for j in (0, 1, 2, 5, 10):
+            exact = float(mp.beta(j + mp.mpf(1) / 2, exponent + 1))
+            assert abs((w * x ** (2 * j)).sum() / exact - 1) <= 4e-15, j
+
+
+def test_escort_constants_near_alpha_one():
+    """1 / B(1/2, k+1) and B(1/2, k+1)^(alpha-2): 1e-15 at k = 1e10 (was 1e-7 at 1e8)."""
+    from tsallis._generated import attention as generated
+
+    with mp.workdps(40):
+        for gap in (1e-2, 1e-6, 1e-10):
+            alpha = mp.mpf(1 + gap)
+            beta = mp.beta(mp.mpf(1) / 2, 1 / (alpha - 1) + 1)
+            assert abs(generated.rho_constant(1 + gap) * beta - 1) <= 4e-15
+            assert abs(generated.cov_constant(1 + gap) / float(beta ** (alpha - 2)) - 1) <= 4e-15
+
+
+_MU = np.linspace(0, 1, 5)
+_S = np.array([0.02, 0.1, 0.3, 0.05, 1.0])
+# (loc, sigma): inside, RBFs far wider than the support (the shared and wide-RBF rules),
+# and loc outside the RBFs.
+_CASES = [(0.4, 0.2), (0.5, 1e-4), (1.5, 0.05), (-2.0, 0.5)]
+
+
+def _torch_jacobian(alpha: float, loc: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    """rho and J from the torch op's gradients: J_1 = sigma^2 d rho/d mu and
+    J_2 = sigma^3 d rho/d sigma + 2 mu J_1 (theta = [mu / sigma^2, -1 / (2 sigma^2)])."""
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    basis = GaussianRBF(torch.tensor(_MU), torch.tensor(_S))
+
+    def rho(loc_t, sigma_t):
+        return continuous_attention(loc_t, sigma_t, basis, alpha)
+
+    args = (torch.tensor(loc, dtype=torch.float64), torch.tensor(sigma, dtype=torch.float64))
+    d_loc, d_sigma = torch.autograd.functional.jacobian(rho, args)
+    j1 = sigma**2 * d_loc.numpy()
+    return rho(*args).detach().numpy(), np.stack([j1, sigma**3 * d_sigma.numpy() + 2 * loc * j1])
+
+
+@pytest.mark.parametrize(
+    "gap",
+    [
+        1e-2,
+        pytest.param(1e-3, marks=pytest.mark.slow),
+        pytest.param(1e-4, marks=pytest.mark.slow),
+        1e-6,
+    ],
+)
+def test_continuous_attention_alpha_close_to_one(gap):
+    """rho and J within 1e-10 (row-relative) of 24-digit mpmath at alpha = 1 + gap, NumPy
+    and Torch; alpha = 1.0001 gave NaN and 1 + 1e-6 was 3e-10 off. Continuous in alpha:
+    the distance to the alpha = 1 (Gaussian) result shrinks like gap."""
+    from attention_oracle import row
+
+    from tsallis import attention as numpy_attention
+
+    basis = numpy_attention.GaussianRBF(_MU, _S)
+    alpha = 1 + gap
+    for loc, sigma in _CASES:
+        truth = [np.array([float(v) for v in part]) for part in row(alpha, loc, sigma, _MU, _S)]
+        jac_truth = np.stack(truth[1:])
+        rho_np = numpy_attention.rho(alpha, loc, sigma, basis)
+        jac_np = numpy_attention.jacobian(alpha, loc, sigma, basis)
+        rho_t, jac_t = _torch_jacobian(alpha, loc, sigma)
+        for got in (rho_np, rho_t):
+            assert np.abs(got - truth[0]).max() <= 1e-10 * np.abs(truth[0]).max(), (loc, sigma)
+        for got in (jac_np, jac_t):
+            error = np.abs(got - jac_truth).max(-1) / np.abs(jac_truth).max(-1)
+            assert error.max() <= 1e-10, (loc, sigma, error)
+        gaussian = numpy_attention.rho(1.0, loc, sigma, basis)
+        assert np.abs(rho_np - gaussian).max() <= 10 * gap * np.abs(gaussian).max()
+
+
+@pytest.mark.parametrize("alpha", [1.01, 2.5, 3.0, 4.0, 5.0])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_continuous_attention_far_from_the_basis(alpha, dtype):
+    """loc far outside RBFs on [0, 1]: finite (often exactly 0) values and gradients."""
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    mu = torch.linspace(0, 1, 6, dtype=dtype, requires_grad=True)
+    s = torch.full((6,), 0.1, dtype=dtype, requires_grad=True)
+    basis = GaussianRBF(torch.nn.Parameter(mu.detach()), torch.nn.Parameter(s.detach()))
+    loc = torch.tensor([-1e3, -30.0, -3.0, 3.0, 30.0, 1e3], dtype=dtype, requires_grad=True)
+    scale = torch.tensor([0.05, 1.0, 2.0, 1.0, 10.0, 300.0], dtype=dtype, requires_grad=True)
+    out = continuous_attention(loc, scale, basis, alpha)
+    assert torch.isfinite(out).all() and (out >= 0).all()
+    (out * torch.linspace(-1, 1, 6, dtype=dtype)).sum().backward()
+    for grad in (loc.grad, scale.grad, basis.mu.grad, basis.sigma.grad):
+        assert torch.isfinite(grad).all()
+
+
+@pytest.mark.parametrize("alpha", [pytest.param(1.01, marks=pytest.mark.slow), 3.0, 5.0])
+def test_far_tails_match_mpmath(alpha):
+    """float64 rows of size down to 1e-111 (loc outside the RBFs): within 32 ulps times
+    |log rho_max| of mpmath (the rounding of the inputs is amplified by the exponent)."""
+    from attention_oracle import row
+
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    mu, s = np.linspace(0, 1, 6), np.full(6, 0.1)
+    basis = GaussianRBF(torch.tensor(mu), torch.tensor(s))
+    eps = np.finfo(np.float64).eps
+    for loc, sigma in ((3.0, 1.0), (-3.0, 2.0), (30.0, 10.0)):
+        truth = np.array([float(v) for v in row(alpha, loc, sigma, mu, s)[0]])
+        got = continuous_attention(
+            torch.tensor([loc], dtype=torch.float64),
+            torch.tensor([sigma], dtype=torch.float64),
+            basis,
+            alpha,
+        )[0].numpy()
+        top = np.abs(truth).max()
+        if top == 0:  # the support misses every RBF: exactly 0
+            assert (got == 0).all()
+            continue
+        bound = 32 * eps * max(1.0, abs(np.log(top)))
+        assert np.abs(got - truth).max() <= bound * top, (loc, sigma)

@@ -22,6 +22,7 @@ import torch
 from torch_bridge._generated import attention as gen
 from torch_bridge._generated import gaussian
 from tsallis.attention import closed_k
+from tsallis.quadrature import SMOOTH_EXPONENT, gauss_jacobi, window_rule
 
 # The closed form (evaluated in float64) is used when r <= _CLOSED_MAX_R[k] and
 # the RBF centre lies at most _CLOSED_MAX_OUT[k] RBF widths outside the support:
@@ -69,12 +70,10 @@ def _rules_cpu(m: float) -> tuple[torch.Tensor, ...]:
     Index 2 * left + right. Rows of xi, 1 + xi, 1 - xi and the weights of
     (1 - xi)^(m R) (1 + xi)^(m L); symmetric rules made exactly mirror-symmetric.
     """
-    from scipy.special import roots_jacobi  # host-side, once per alpha
-
     rows: list[list[torch.Tensor]] = [[], [], [], []]
     for left in (False, True):
         for right in (False, True):
-            xi, w = roots_jacobi(_NODES, m * right, m * left)
+            xi, w = window_rule(_NODES, m, left, right)  # host-side, once per alpha
             xi_t = torch.as_tensor(xi, dtype=torch.float64)
             w_t = torch.as_tensor(w, dtype=torch.float64)
             if left == right:
@@ -163,8 +162,10 @@ def _peak_window(
     lo_b, hi_b = _level_window(ep, em, r, m + 1)
     lo, hi = torch.minimum(lo_a, lo_b), torch.maximum(hi_a, hi_b)
     margin = _EDGE_PULL * (hi - lo)
-    left = lo + em / r <= margin
-    right = ep / r - hi <= margin
+    # m >= SMOOTH_EXPONENT: no edge is joined; the escort vanishes to order m there.
+    joins = m < SMOOTH_EXPONENT
+    left = (lo + em / r <= margin) & joins
+    right = (ep / r - hi <= margin) & joins
     lo = torch.where(left, -em / r, lo)
     hi = torch.where(right, ep / r, hi)
     zero = torch.zeros_like(r)
@@ -223,7 +224,14 @@ def _window_quadrature(
     minus = window["gap_hi"][:, None] + rr * h * one_minus  # 1 - u
     u = (plus - minus) / 2
     weight = w * h
-    if m != 0:
+    if m >= SMOOTH_EXPONENT:  # (1 - u^2)^m in log space: pow would lose m * eps
+        u_abs = u.abs()
+        near = torch.log1p(-torch.where(u_abs < 0.5, u * u, 0.0))
+        far = torch.log(torch.where(u_abs < 0.5, 1.0, plus)) + torch.log(
+            torch.where(u_abs < 0.5, 1.0, minus)
+        )
+        weight = weight * torch.exp(m * torch.where(u_abs < 0.5, near, far))
+    elif m != 0:
         left, right = window["left"][:, None], window["right"][:, None]
         # A joined edge: the rule holds (1 -+ xi)^m, so scale by (r h)^m there.
         scaled_plus = torch.where(left, rr * h, plus)
@@ -321,9 +329,7 @@ def _shared_rule(
 
 
 def _shared_nodes_cpu(m: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    from scipy.special import roots_jacobi
-
-    xi, w = roots_jacobi(n, m, m)
+    xi, w = gauss_jacobi(n, m, m)
     xi_t = torch.as_tensor(xi, dtype=torch.float64)
     w_t = torch.as_tensor(w, dtype=torch.float64)
     return (xi_t - xi_t.flip(0)) / 2, (w_t + w_t.flip(0)) / 2  # exactly mirror-symmetric

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 from tsallis import _validation as check
 from tsallis._generated import attention as gen
 from tsallis._generated import beta_gaussian, gaussian, truncated_paraboloid
-from tsallis.quadrature import PeriodicTrapezoid, _jacobi_unit
+from tsallis.quadrature import SMOOTH_EXPONENT, PeriodicTrapezoid, window_rule
 
 __all__ = ["GaussianRBF", "jacobian", "rho", "ridge_value_function"]
 
@@ -176,7 +176,7 @@ def _window_rules(n: int, m: float, dtype: str) -> dict[tuple[bool, bool], tuple
     rules = {}
     for left in (False, True):
         for right in (False, True):
-            xi, w = _jacobi_unit(n, m * right, m * left)
+            xi, w = window_rule(n, m, left, right)
             if left == right:
                 xi, w = (xi - xi[::-1]) / 2, (w + w[::-1]) / 2
             one_plus = 1 + xi
@@ -248,8 +248,10 @@ def _peak_window(ep: FloatArray, em: FloatArray, r: FloatArray, m: float) -> dic
     lo_b, hi_b = _level_window(ep, em, r, m + 1)
     lo, hi = np.minimum(lo_a, lo_b), np.maximum(hi_a, hi_b)
     margin = _EDGE_PULL * (hi - lo)
-    left = lo + em / r <= margin
-    right = ep / r - hi <= margin
+    # m >= SMOOTH_EXPONENT: no edge is joined; the escort vanishes to order m there.
+    joins = m < SMOOTH_EXPONENT
+    left = (lo + em / r <= margin) & joins
+    right = (ep / r - hi <= margin) & joins
     lo = np.where(left, -em / r, lo)
     hi = np.where(right, ep / r, hi)
     return {
@@ -314,7 +316,8 @@ def _window_quadrature(
     out = {key: np.zeros_like(ep) for key in keys}
     wide = np.zeros(ep.shape, dtype=bool)
     if not radial:
-        wide = left & right & ((1 + 2 * np.abs(centre)) <= 2 * r * r)
+        # the whole support is its window (both edges joined when m < SMOOTH_EXPONENT)
+        wide = (1 + 2 * np.abs(centre)) <= 2 * r * r
         if wide.any():
             mass = float(1 / gen.rho_constant(1 + 1 / (m + 1)))
             part = _wide_moments(centre[wide], r[wide], m, second, mass)
@@ -333,7 +336,9 @@ def _window_quadrature(
             minus = gap_hi[sel, None] + rr * h * one_minus  # 1 - u
             u = (plus - minus) / 2  # c + r y would cancel when |c| >> 1
         weight = w * h
-        if m != 0 and config != (True, True):
+        if m >= SMOOTH_EXPONENT:  # (1 - u^2)^m in log space: pow would lose m * eps
+            weight = weight * np.exp(m * log_escort(plus, minus))
+        elif m != 0 and config != (True, True):
             scaled_plus = plus / one_plus if config[0] else plus
             scaled_minus = minus / one_minus if config[1] else minus
             weight = weight * (scaled_plus * scaled_minus) ** m
@@ -346,6 +351,16 @@ def _window_quadrature(
         out["m1"][sel] = _mirror_sum(weight * u)
         out["m2c"][sel] = _mirror_sum(weight * (u * u - second))
     return out
+
+
+def log_escort(plus: NDArray, minus: NDArray) -> NDArray:
+    """log((1 + u)(1 - u)) from 1 + u and 1 - u, accurate to a few ulps absolute.
+
+    log1p(-u^2) near the centre (u = (plus - minus) / 2), the two logs near an edge.
+    """
+    u = (plus - minus) / 2
+    with np.errstate(divide="ignore"):
+        return np.where(np.abs(u) < 0.5, np.log1p(-u * u), np.log(plus) + np.log(minus))
 
 
 _CLOSED_KERNELS = {

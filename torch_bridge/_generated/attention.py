@@ -589,15 +589,13 @@ def window_moments_k4(ep, em, r):
 def rho_constant(alpha):
     """1 / B(1/2, k+1), k = 1/(alpha-1): the beta-Gaussian in support units."""
     alpha, = _special.promote(alpha)
-    _t0 = 1/(alpha - 1)
-    return 0.5641895835477563*torch.exp(-torch.lgamma(_t0 + 1) + torch.lgamma(_t0 + 1.5))
+    return 0.5641895835477563*torch.exp(_special.lgamma_ratio(1 + 1/(alpha - 1), 0.5))
 
 
 def cov_constant(alpha):
     """B(1/2, k+1)^(alpha-2): the escort norm factor of cov_{p,2-alpha}."""
     alpha, = _special.promote(alpha)
-    _t0 = 1/(alpha - 1)
-    return torch.exp((alpha - 2)*(torch.lgamma(_t0 + 1) - torch.lgamma(_t0 + 1.5) + 0.5723649429247001))
+    return torch.exp((alpha - 2)*(-_special.lgamma_ratio(1 + 1/(alpha - 1), 0.5) + 0.5723649429247001))
 
 
 def escort_u2(alpha):

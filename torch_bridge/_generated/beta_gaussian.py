@@ -19,8 +19,7 @@ def threshold(alpha, n, logdet):
     _t1 = 1/_t0
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
-    _t4 = _t1 + 1
-    return -_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
+    return -_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)))
 
 
 def log_ac(alpha, n, logdet):
@@ -29,8 +28,7 @@ def log_ac(alpha, n, logdet):
     _t0 = 1/(alpha*n - n + 2)
     _t1 = alpha - 1
     _t2 = _t0*_t1
-    _t3 = 1 + 1/_t1
-    return _t0*_t1*n*torch.log(_t1) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t3) - 2*torch.lgamma(_t3 + 0.5*n))
+    return _t0*_t1*n*torch.log(_t1) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(1 + 1/_t1, 0.5*n))
 
 
 def radius(alpha, n, logdet):
@@ -40,8 +38,7 @@ def radius(alpha, n, logdet):
     _t1 = 1/_t0
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
-    _t4 = _t1 + 1
-    return 1.4142135623730951*torch.sqrt(_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n))))
+    return 1.4142135623730951*torch.sqrt(_t1*torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n))))
 
 
 def cov_scale(alpha, n, logdet):
@@ -52,8 +49,7 @@ def cov_scale(alpha, n, logdet):
     _t2 = 2*_t1
     _t3 = 1/(alpha*n - n + 2)
     _t4 = _t0*_t3
-    _t5 = _t1 + 1
-    return _t2*torch.exp(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t5) - 2*torch.lgamma(_t5 + 0.5*n)))/(_t2 + n + 2)
+    return _t2*torch.exp(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)))/(_t2 + n + 2)
 
 
 def tsallis_entropy(alpha, n, logdet):
@@ -65,8 +61,7 @@ def tsallis_entropy(alpha, n, logdet):
     _t3 = 1/(_t2 + 2)
     _t4 = _t0*_t3
     _t5 = 2*alpha
-    _t6 = _t1 + 1
-    return -_t1*torch.expm1(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t6) - 2*torch.lgamma(_t6 + 0.5*n)) + torch.log(_t5/(_t2 + _t5)))/alpha
+    return -_t1*torch.expm1(_t0*_t3*n*torch.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)) + torch.log(_t5/(_t2 + _t5)))/alpha
 
 
 def logpdf_d2(d2, alpha, n, logdet):
@@ -76,9 +71,8 @@ def logpdf_d2(d2, alpha, n, logdet):
     _t1 = 1/_t0
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
-    _t4 = _t1 + 1
-    _t5 = 0.5*_t0*d2 - torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
-    return torch.where((_t5 < 0), _t1*torch.log(torch.where(-_t5 > 0, -_t5, 1)), -math.inf)
+    _t4 = 0.5*_t0*d2 - torch.exp(_t0*_t2*n*torch.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)))
+    return torch.where((_t4 < 0), _t1*torch.log(torch.where(-_t4 > 0, -_t4, 1)), -math.inf)
 
 
 def pdf_d2(d2, alpha, n, logdet):
@@ -88,9 +82,8 @@ def pdf_d2(d2, alpha, n, logdet):
     _t1 = 1/(alpha*n - n + 2)
     _t2 = _t0*_t1
     _t3 = 1/_t0
-    _t4 = _t3 + 1
-    _t5 = 0.5*_t0*d2 - torch.exp(_t0*_t1*n*torch.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*torch.lgamma(_t4) - 2*torch.lgamma(_t4 + 0.5*n)))
-    return torch.where((_t5 < 0), torch.where(-_t5 > 0, -_t5, 1)**_t3, 0)
+    _t4 = 0.5*_t0*d2 - torch.exp(_t0*_t1*n*torch.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t3 + 1, 0.5*n)))
+    return torch.where((_t4 < 0), torch.where(-_t4 > 0, -_t4, 1)**_t3, 0)
 
 
 def threshold_1d(alpha, scale):
@@ -100,7 +93,7 @@ def threshold_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return -_t1*torch.exp(_t0*_t2*torch.log(_t0) - _t3*(2*torch.lgamma(_t1 + 1) - 2*torch.lgamma(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale))
+    return -_t1*torch.exp(_t0*_t2*torch.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale))
 
 
 def half_width_1d(alpha, scale):
@@ -110,7 +103,7 @@ def half_width_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return 1.4142135623730951*scale*torch.sqrt(_t1*torch.exp(_t0*_t2*torch.log(_t0) - _t3*(2*torch.lgamma(_t1 + 1) - 2*torch.lgamma(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale)))
+    return 1.4142135623730951*scale*torch.sqrt(_t1*torch.exp(_t0*_t2*torch.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale)))
 
 
 def variance_1d(alpha, scale):
@@ -121,7 +114,7 @@ def variance_1d(alpha, scale):
     _t2 = 2*_t1
     _t3 = 1/(alpha + 1)
     _t4 = _t0*_t3
-    return _t2*scale**2*torch.exp(_t0*_t3*torch.log(_t0) - _t4*(2*torch.lgamma(_t1 + 1) - 2*torch.lgamma(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t4*torch.log(scale))/(_t2 + 3)
+    return _t2*scale**2*torch.exp(_t0*_t3*torch.log(_t0) - _t4*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t4*torch.log(scale))/(_t2 + 3)
 
 
 def tsallis_entropy_1d(alpha, scale):
@@ -131,7 +124,7 @@ def tsallis_entropy_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return -_t1*torch.expm1(_t0*_t2*torch.log(_t0) - _t3*(2*torch.lgamma(_t1 + 1) - 2*torch.lgamma(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale) + torch.log(2*alpha/(3*alpha - 1)))/alpha
+    return -_t1*torch.expm1(_t0*_t2*torch.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale) + torch.log(2*alpha/(3*alpha - 1)))/alpha
 
 
 def logpdf_1d(x, alpha, loc, scale):
@@ -142,7 +135,7 @@ def logpdf_1d(x, alpha, loc, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    _t4 = 0.5*_dx**2*_t0/scale**2 - torch.exp(_t0*_t2*torch.log(_t0) - _t3*(2*torch.lgamma(_t1 + 1) - 2*torch.lgamma(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale))
+    _t4 = 0.5*_dx**2*_t0/scale**2 - torch.exp(_t0*_t2*torch.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*torch.log(scale))
     return torch.where((_t4 < 0), _t1*torch.log(torch.where(-_t4 > 0, -_t4, 1)), -math.inf)
 
 
@@ -154,5 +147,5 @@ def pdf_1d(x, alpha, loc, scale):
     _t1 = 1/(alpha + 1)
     _t2 = _t0*_t1
     _t3 = 1/_t0
-    _t4 = 0.5*_dx**2*_t0/scale**2 - torch.exp(_t0*_t1*torch.log(_t0) - _t2*(2*torch.lgamma(_t3 + 1) - 2*torch.lgamma(_t3 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t2*torch.log(scale))
+    _t4 = 0.5*_dx**2*_t0/scale**2 - torch.exp(_t0*_t1*torch.log(_t0) - _t2*(-2*_special.lgamma_ratio(_t3 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t2*torch.log(scale))
     return torch.where((_t4 < 0), torch.where(-_t4 > 0, -_t4, 1)**_t3, 0)

@@ -17,8 +17,7 @@ def threshold(alpha, n, logdet):
     _t1 = 1/_t0
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
-    _t4 = _t1 + 1
-    return -_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
+    return -_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)))
 
 
 def log_ac(alpha, n, logdet):
@@ -27,8 +26,7 @@ def log_ac(alpha, n, logdet):
     _t0 = 1/(alpha*n - n + 2)
     _t1 = alpha - 1
     _t2 = _t0*_t1
-    _t3 = 1 + 1/_t1
-    return _t0*_t1*n*np.log(_t1) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t3) - 2*_sp.gammaln(_t3 + 0.5*n))
+    return _t0*_t1*n*np.log(_t1) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(1 + 1/_t1, 0.5*n))
 
 
 def radius(alpha, n, logdet):
@@ -38,8 +36,7 @@ def radius(alpha, n, logdet):
     _t1 = 1/_t0
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
-    _t4 = _t1 + 1
-    return 1.4142135623730951*np.sqrt(_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n))))
+    return 1.4142135623730951*np.sqrt(_t1*np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n))))
 
 
 def cov_scale(alpha, n, logdet):
@@ -50,8 +47,7 @@ def cov_scale(alpha, n, logdet):
     _t2 = 2*_t1
     _t3 = 1/(alpha*n - n + 2)
     _t4 = _t0*_t3
-    _t5 = _t1 + 1
-    return _t2*np.exp(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t5) - 2*_sp.gammaln(_t5 + 0.5*n)))/(_t2 + n + 2)
+    return _t2*np.exp(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)))/(_t2 + n + 2)
 
 
 def tsallis_entropy(alpha, n, logdet):
@@ -63,8 +59,7 @@ def tsallis_entropy(alpha, n, logdet):
     _t3 = 1/(_t2 + 2)
     _t4 = _t0*_t3
     _t5 = 2*alpha
-    _t6 = _t1 + 1
-    return -_t1*np.expm1(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t6) - 2*_sp.gammaln(_t6 + 0.5*n)) + np.log(_t5/(_t2 + _t5)))/alpha
+    return -_t1*np.expm1(_t0*_t3*n*np.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)) + np.log(_t5/(_t2 + _t5)))/alpha
 
 
 def logpdf_d2(d2, alpha, n, logdet):
@@ -74,9 +69,8 @@ def logpdf_d2(d2, alpha, n, logdet):
     _t1 = 1/_t0
     _t2 = 1/(alpha*n - n + 2)
     _t3 = _t0*_t2
-    _t4 = _t1 + 1
-    _t5 = 0.5*_t0*d2 - np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
-    return np.where((_t5 < 0), _t1*np.log(np.where(-_t5 > 0, -_t5, 1)), -np.inf)
+    _t4 = 0.5*_t0*d2 - np.exp(_t0*_t2*n*np.log(_t0) - _t3*logdet - _t3*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t1 + 1, 0.5*n)))
+    return np.where((_t4 < 0), _t1*np.log(np.where(-_t4 > 0, -_t4, 1)), -np.inf)
 
 
 def pdf_d2(d2, alpha, n, logdet):
@@ -86,9 +80,8 @@ def pdf_d2(d2, alpha, n, logdet):
     _t1 = 1/(alpha*n - n + 2)
     _t2 = _t0*_t1
     _t3 = 1/_t0
-    _t4 = _t3 + 1
-    _t5 = 0.5*_t0*d2 - np.exp(_t0*_t1*n*np.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n + 2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t4 + 0.5*n)))
-    return np.where((_t5 < 0), np.where(-_t5 > 0, -_t5, 1)**_t3, 0)
+    _t4 = 0.5*_t0*d2 - np.exp(_t0*_t1*n*np.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n - 2*_special.lgamma_ratio(_t3 + 1, 0.5*n)))
+    return np.where((_t4 < 0), np.where(-_t4 > 0, -_t4, 1)**_t3, 0)
 
 
 def threshold_1d(alpha, scale):
@@ -98,7 +91,7 @@ def threshold_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return -_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(2*_sp.gammaln(_t1 + 1) - 2*_sp.gammaln(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale))
+    return -_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale))
 
 
 def half_width_1d(alpha, scale):
@@ -108,7 +101,7 @@ def half_width_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return 1.4142135623730951*scale*np.sqrt(_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(2*_sp.gammaln(_t1 + 1) - 2*_sp.gammaln(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale)))
+    return 1.4142135623730951*scale*np.sqrt(_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale)))
 
 
 def variance_1d(alpha, scale):
@@ -119,7 +112,7 @@ def variance_1d(alpha, scale):
     _t2 = 2*_t1
     _t3 = 1/(alpha + 1)
     _t4 = _t0*_t3
-    return _t2*scale**2*np.exp(_t0*_t3*np.log(_t0) - _t4*(2*_sp.gammaln(_t1 + 1) - 2*_sp.gammaln(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t4*np.log(scale))/(_t2 + 3)
+    return _t2*scale**2*np.exp(_t0*_t3*np.log(_t0) - _t4*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t4*np.log(scale))/(_t2 + 3)
 
 
 def tsallis_entropy_1d(alpha, scale):
@@ -129,7 +122,7 @@ def tsallis_entropy_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return -_t1*np.expm1(_t0*_t2*np.log(_t0) - _t3*(2*_sp.gammaln(_t1 + 1) - 2*_sp.gammaln(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale) + np.log(2*alpha/(3*alpha - 1)))/alpha
+    return -_t1*np.expm1(_t0*_t2*np.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale) + np.log(2*alpha/(3*alpha - 1)))/alpha
 
 
 def logpdf_1d(x, alpha, loc, scale):
@@ -140,7 +133,7 @@ def logpdf_1d(x, alpha, loc, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    _t4 = 0.5*_dx**2*_t0/scale**2 - np.exp(_t0*_t2*np.log(_t0) - _t3*(2*_sp.gammaln(_t1 + 1) - 2*_sp.gammaln(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale))
+    _t4 = 0.5*_dx**2*_t0/scale**2 - np.exp(_t0*_t2*np.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale))
     return np.where((_t4 < 0), _t1*np.log(np.where(-_t4 > 0, -_t4, 1)), -np.inf)
 
 
@@ -152,7 +145,7 @@ def pdf_1d(x, alpha, loc, scale):
     _t1 = 1/(alpha + 1)
     _t2 = _t0*_t1
     _t3 = 1/_t0
-    _t4 = 0.5*_dx**2*_t0/scale**2 - np.exp(_t0*_t1*np.log(_t0) - _t2*(2*_sp.gammaln(_t3 + 1) - 2*_sp.gammaln(_t3 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t2*np.log(scale))
+    _t4 = 0.5*_dx**2*_t0/scale**2 - np.exp(_t0*_t1*np.log(_t0) - _t2*(-2*_special.lgamma_ratio(_t3 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t2*np.log(scale))
     return np.where((_t4 < 0), np.where(-_t4 > 0, -_t4, 1)**_t3, 0)
 
 
@@ -166,7 +159,7 @@ def cdf_1d(x, alpha, loc, scale):
     _t3 = 1/(alpha + 1)
     _t4 = _t1*_t3
     _t5 = _t2 + 1
-    _t6 = np.sqrt(_t2*np.exp(_t1*_t3*np.log(_t1) - _t4*(2*_sp.gammaln(_t5) - 2*_sp.gammaln(_t2 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t4*np.log(scale)))
+    _t6 = np.sqrt(_t2*np.exp(_t1*_t3*np.log(_t1) - _t4*(-2*_special.lgamma_ratio(_t5, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t4*np.log(scale)))
     _t7 = _t0*(_dx + _t0*_t6*scale)/(_t6*scale)
     return np.where((_t7 <= 0), 0, np.where((_t7 < 4), _sp.betainc(_t5, _t5, 0.25*_t7), 1))
 
@@ -179,5 +172,5 @@ def ppf_1d(q, alpha, loc, scale):
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
     _t4 = _t1 + 1
-    _t5 = 1.4142135623730951*scale*np.sqrt(_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(2*_sp.gammaln(_t4) - 2*_sp.gammaln(_t1 + 1.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale)))
+    _t5 = 1.4142135623730951*scale*np.sqrt(_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t4, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale)))
     return 2*_t5*_sp.betaincinv(_t4, _t4, q) - _t5 + loc
