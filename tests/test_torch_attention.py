@@ -489,3 +489,50 @@ def test_import_torch_bridge_does_not_import_sympy_mpmath_or_derivations():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_2d_blocks_change_nothing(monkeypatch):
+    """alpha = 2 in 2D runs in blocks of rows (CHUNK_2D values per intermediate): any block
+    size gives the same rho, gradients and NumPy Jacobian, bit for bit."""
+    import torch_bridge.attention_2d as attention_2d
+
+    generator = torch.Generator().manual_seed(0)
+    basis = GaussianRBF(
+        torch.rand(6, 2, dtype=F64, generator=generator),
+        0.05 * torch.eye(2, dtype=F64).expand(6, 2, 2).clone(),
+    )
+    loc = torch.rand(40, 2, dtype=F64, generator=generator, requires_grad=True)
+    scale = (0.1 * torch.eye(2, dtype=F64)).expand(40, 2, 2).clone().requires_grad_(True)
+    np_basis = np_attention.GaussianRBF(basis.mu.numpy(), basis.sigma.numpy())
+    results = []
+    for chunk in (1 << 20, 500):
+        monkeypatch.setattr(attention_2d, "CHUNK_2D", chunk)
+        monkeypatch.setattr(np_attention, "_CHUNK_2D", chunk)
+        rho = continuous_attention(loc, scale, basis, 2.0, angles=64)
+        grads = torch.autograd.grad((rho * torch.arange(6.0, dtype=F64)).sum(), (loc, scale))
+        jac = np_attention.jacobian(2.0, loc.detach().numpy(), scale.detach().numpy(), np_basis)
+        results.append((rho.detach(), *grads, torch.tensor(jac)))
+    for first, second in zip(*results, strict=True):
+        assert torch.equal(first, second)
+
+
+def test_2d_memory_is_bounded_by_the_block_size():
+    """B = 8000, N = 16, 64 angles, forward + backward: peak memory under 1.1 GB (the
+    whole-batch intermediates took 1.9 GB; 3.6 GB at B = 20000)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import resource, torch\n"
+        "from torch_bridge import GaussianRBF, continuous_attention\n"
+        "F = torch.float64\n"
+        "b = GaussianRBF(torch.rand(16, 2, dtype=F), 0.05 * torch.eye(2, dtype=F).expand(16, 2, 2)"
+        ".clone())\n"
+        "loc = torch.rand(8000, 2, dtype=F, requires_grad=True)\n"
+        "continuous_attention(loc, 0.1 * torch.eye(2, dtype=F), b, 2.0, angles=64).sum()"
+        ".backward()\n"
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) < 1100

@@ -26,6 +26,7 @@ from torch_bridge._generated import gaussian, truncated_paraboloid
 _F64 = torch.float64
 MAX_ANGLES = 1 << 14
 MIN_ANGLES = 64
+CHUNK_2D = 1 << 20  # values (rows x N x angles) per intermediate of the alpha = 2 moments
 
 
 def _logdet(low: torch.Tensor) -> torch.Tensor:
@@ -125,6 +126,23 @@ def _sparsemax_moments(
     return rho, first, det_ratio[..., None, None] * inner
 
 
+def _blocked_moments(
+    loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, angles: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """_sparsemax_moments in blocks of rows: at most CHUNK_2D values (rows x N x angles)
+    per intermediate, whatever the batch size."""
+    batch = loc.shape[:-1]
+    flat_loc, flat_scale = loc.reshape(-1, 2), scale.reshape(-1, 2, 2)
+    rows = max(1, CHUNK_2D // (mu.shape[0] * angles))
+    parts = [
+        _sparsemax_moments(flat_loc[i : i + rows], flat_scale[i : i + rows], mu, sigma, angles)
+        for i in range(0, flat_loc.shape[0], rows)
+    ]
+    return tuple(
+        torch.cat([p[k] for p in parts]).reshape(*batch, *parts[0][k].shape[1:]) for k in range(3)
+    )
+
+
 class _Sparsemax2D(torch.autograd.Function):
     @staticmethod
     def forward(
@@ -136,7 +154,7 @@ class _Sparsemax2D(torch.autograd.Function):
         angles: int,
     ) -> torch.Tensor:
         args = [t.to(_F64) for t in (loc, scale, mu, sigma)]
-        rho, first, inner = _sparsemax_moments(*args, angles)
+        rho, first, inner = _blocked_moments(*args, angles)
         ctx.save_for_backward(first, inner, args[0], args[1])
         ctx.dtypes = (loc.dtype, scale.dtype, mu.dtype)
         return rho.to(loc.dtype)

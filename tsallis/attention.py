@@ -59,6 +59,7 @@ _EDGE_PULL = 0.25
 ANGLE_NODES = 64
 MAX_ANGLE_NODES = 1 << 14
 _CHUNK = 1 << 15
+_CHUNK_2D = 1 << 20  # values (rows x N x angles) per intermediate of the 2D moments
 
 
 def _floating(name: str, value: ArrayLike) -> FloatArray:
@@ -535,17 +536,40 @@ def _angle_nodes(loc: FloatArray, chol: FloatArray, basis: GaussianRBF) -> int:
 def _sparsemax_2d(
     loc: FloatArray, scale: FloatArray, chol: FloatArray, basis: GaussianRBF, jac: bool
 ) -> RhoJac:
+    """alpha = 2, D = 2, in blocks of rows: at most _CHUNK_2D values (rows x N x angles)
+    per intermediate. The angle count is chosen once for the whole batch."""
+    batch = loc.shape[:-1]
+    count = _angle_nodes(loc, chol, basis)
+    flat = [a.reshape(-1, *a.shape[len(batch) :]) for a in (loc, scale, chol)]
+    rows = max(1, _CHUNK_2D // (basis.size * count))
+    parts = [
+        _sparsemax_2d_block(*(a[i : i + rows] for a in flat), basis, jac, count)
+        for i in range(0, flat[0].shape[0], rows)
+    ]
+    rho_ = np.concatenate([p[0] for p in parts]).reshape(*batch, basis.size)
+    if not jac:
+        return rho_, None
+    jacobian_ = np.concatenate([p[1] for p in parts])
+    return rho_, jacobian_.reshape(*batch, *jacobian_.shape[1:])
+
+
+def _sparsemax_2d_block(
+    loc: FloatArray,
+    scale: FloatArray,
+    chol: FloatArray,
+    basis: GaussianRBF,
+    jac: bool,
+    count: int,
+) -> RhoJac:
     """alpha = 2, D = 2: t = mu + L (r cos th, r sin th) over the support r < R.
 
     Per angle the radial integral is closed-form; in the angle the periodic
-    trapezoid (``ANGLE_NODES`` points, end point not repeated).
+    trapezoid (``count`` points, end point not repeated).
     """
     dtype = scale.dtype
     logdet = 2 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
     big_r = truncated_paraboloid.radius(2, logdet)[..., None, None]  # (..., 1, 1)
-    angles, weights = PeriodicTrapezoid(0.0, 2 * np.pi).nodes_weights(
-        _angle_nodes(loc, chol, basis)
-    )
+    angles, weights = PeriodicTrapezoid(0.0, 2 * np.pi).nodes_weights(count)
     omega = np.stack([np.cos(angles), np.sin(angles)]).astype(dtype)  # (2, n)
     l_omega = chol @ omega  # (..., 2, n)
     basis_low = basis._chol.astype(dtype, copy=False)  # (N, 2, 2)
