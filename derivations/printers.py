@@ -170,7 +170,7 @@ NUMPY = Backend(
         exprel: _call("_sp.exprel"),
         log1prel: _call("_special.log1prel"),
         softplus: lambda p, e: f"np.logaddexp(0.0, {p.print(e.args[0])})",
-        betaincinv: _call("_sp.betaincinv"),
+        betaincinv: _call("_special.betaincinv"),
         sp.betainc_regularized: _betainc("_sp"),
         sp.Heaviside: _heaviside("np.where"),
         sp.Max: _max_min("np.maximum", None),

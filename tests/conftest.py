@@ -10,3 +10,27 @@ def derived():
     from derivations.registry import TARGETS
 
     return {target.module: target.derive() for target in TARGETS}
+
+
+def pytest_configure(config):
+    """Hypothesis profiles: a short default run; HYPOTHESIS_PROFILE=slow for deep fuzzing."""
+    import os
+
+    from hypothesis import settings
+
+    settings.register_profile("default", max_examples=40)
+    settings.register_profile("slow", max_examples=1000)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the fuzz outcome counts (tests/test_fuzz.py) when that module ran."""
+    import sys
+
+    module = sys.modules.get("test_fuzz")
+    tally = getattr(module, "TALLY", None)
+    if not tally:
+        return
+    terminalreporter.write_sep("-", "fuzz outcomes (calls)")
+    for (name, outcome), count in sorted(tally.items()):
+        terminalreporter.write_line(f"{count:7d}  {name}: {outcome}")

@@ -290,3 +290,101 @@ def test_far_tails_match_mpmath(alpha):
             continue
         bound = 32 * eps * max(1.0, abs(np.log(top)))
         assert np.abs(got - truth).max() <= bound * top, (loc, sigma)
+
+
+# --- found by the fuzz suite ---
+
+
+@pytest.mark.parametrize("a", [1.5, 2.0, 3.0, 33.0, 101.0, 1001.0])
+def test_betaincinv_tails(a):
+    """scipy's inverse was NaN (a = 3, q < 1e-200) or 1e-5 off (a = 33, q = 1e-300); the
+    ppf of TruncatedParabola and BetaGaussian go through it. Checked in q with 60-digit
+    mpmath (relative error in x ~ that in q divided by a in the lower tail)."""
+    from tsallis._special import betaincinv
+
+    with mp.workdps(60):
+        for q in (1e-300, 1e-200, 1e-100, 1e-30, 1e-10, 0.3, 0.5, 0.7, 1 - 1e-12):
+            x = float(betaincinv(a, a, q))
+            back = mp.betainc(a, a, 0, mp.mpf(x), regularized=True)
+            error = float(abs(back / q - 1))
+            assert error <= 1e-13 * (a if q < 0.01 else 1), (q, error)
+        assert 0 < float(betaincinv(a, a, 5e-324)) < 0.5  # subnormal q: no NaN
+
+
+def test_ppf_and_rvs_never_nan_in_the_tails():
+    for family in (tsallis.TruncatedParabola(0.0, 1.0), tsallis.BetaGaussian(1.5, 0.0, 1.0)):
+        q = np.array([5e-324, 2.2e-308, 1e-300, 1e-200, 0.5, 1 - 1e-16])
+        x = family.ppf(q)
+        low, high = family.support()
+        assert np.all(np.diff(x) >= 0) and x[0] >= low and x[-1] <= high
+
+
+def test_scale_range_and_location_scale_at_extreme_scales():
+    with pytest.raises(ValueError, match=r"scale must lie in \[1e-150, 1e\+150\].*got 1e-200"):
+        tsallis.Gaussian(0.0, 1e-200)
+    for scale in (1e-150, 1e-100, 1.0, 1e100, 1e150):
+        for g in ("t**3/6", "t**4/12"):
+            d = tsallis.LocationScale(g, 0.0, scale)
+            x = np.array([0.0, 0.3, -0.9, 5.0]) * scale
+            pdf, cdf = d.pdf(x), d.cdf(x)
+            standard = tsallis.LocationScale(g, 0.0, 1.0)
+            assert np.allclose(pdf * scale, standard.pdf(x / scale), rtol=1e-14, atol=0)
+            assert np.allclose(cdf, standard.cdf(x / scale), rtol=1e-14, atol=1e-300)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_sorted_thresholds_with_huge_spread(dtype):
+    """float32 [0, -3e38, -3e38] made sparsemax sum to 1.5e38 (prefix sums overflowed)."""
+    from tsallis import discrete
+
+    big = np.finfo(dtype).max * 0.9
+    v = np.array([[0.0, -big, -big], [1.0, 0.5, -big], [big, 0.0, big * 0.999]], dtype=dtype)
+    for name, oracle in (("sparsemax", lambda r: discrete.sparsemax(r.astype(np.float64))),):
+        out = getattr(discrete, name)(v)
+        assert np.allclose(out.sum(-1), 1) and (out >= 0).all()
+        assert np.array_equal(out[0], [1, 0, 0]) and np.allclose(out[1], [0.75, 0.25, 0])
+        del oracle
+    out = discrete.entmax(v, 1.5)
+    assert np.allclose(out.sum(-1), 1) and np.array_equal(out[0], [1, 0, 0])
+
+
+def test_numbers_are_not_strings():
+    from tsallis import discrete
+
+    for bad in ("2", b"2", True):
+        with pytest.raises(TypeError, match="alpha must be a real number"):
+            discrete.entmax([0.0, 1.0], bad)
+
+
+def test_masked_entries_may_hold_anything():
+    """NaN or +inf in a masked entry is ignored (padding); in a valid entry it raises."""
+    from torch_bridge import ev_softmax
+    from tsallis import discrete
+
+    v = np.array([[1.0, np.nan, 2.0, np.inf]])
+    mask = np.array([True, False, True, False])
+    expected = [0.0, 0.0, 1.0, 0.0]  # mean of {1, 2} is 1.5: only 2 is kept
+    assert np.allclose(discrete.ev_softmax(v, mask=mask), [expected])
+    x = torch.tensor(v, requires_grad=True)
+    out = ev_softmax(x, mask=torch.tensor(mask))
+    assert torch.allclose(out, torch.tensor([expected], dtype=torch.float64))
+    out[0, 2].backward()
+    assert torch.isfinite(x.grad).all()
+    for call in (lambda: discrete.ev_softmax(v), lambda: ev_softmax(torch.tensor(v))):
+        with pytest.raises(ValueError, match="NaN"):
+            call()
+
+
+def test_beta_gaussian_alpha_must_be_finite_and_half_log_prob():
+    from torch_bridge import BetaGaussian
+
+    with pytest.raises(ValueError, match="alpha"):
+        BetaGaussian(float("inf"), 0.0, 1.0)
+    d = BetaGaussian(
+        torch.tensor(1.5, dtype=torch.float16),
+        torch.zeros(2, dtype=torch.float16),
+        torch.eye(2, dtype=torch.float16),
+    )
+    out = d.log_prob(torch.zeros(3, 2, dtype=torch.float16))
+    reference = BetaGaussian(1.5, torch.zeros(2), torch.eye(2)).log_prob(torch.zeros(3, 2))
+    assert out.dtype == torch.float16 and torch.allclose(out.float(), reference, rtol=1e-3)

@@ -213,3 +213,28 @@ def test_no_host_reads_without_validation():
         d = BetaGaussian(torch.tensor(1.5, device=meta), loc, scale, validate_args=False)
         assert d.log_prob(torch.zeros(4, device=meta)).shape == (4,)
         assert d.entropy().shape == (4,) and d.variance.shape == (4,)
+
+
+def test_alpha_keeps_its_precision_with_half_data():
+    """alpha = 1 + 1e-6 rounds to 1.0 in float16 (and was refused): a number alpha stays
+    float64; every output comes back in the data's dtype."""
+    d = BetaGaussian(
+        1.000001, torch.zeros(2, dtype=torch.float16), torch.ones(2, dtype=torch.float16)
+    )
+    assert d.alpha.dtype == F64 and d.alpha[0].item() == 1.000001
+    for value in (
+        d.rsample((3,)),
+        d.log_prob(torch.zeros(2, dtype=torch.float16)),
+        d.entropy(),
+        d.variance,
+    ):
+        assert value.dtype == torch.float16 and not torch.isnan(value).any()
+
+
+def test_validation_survives_torch_compile():
+    """torch.compile turns torch's default validate_args off process-wide; ours stays on."""
+    torch.compile(lambda x: x * 2, fullgraph=True)(torch.ones(2))
+    assert torch.distributions.Distribution._validate_args is False
+    with pytest.raises(ValueError, match="parameter scale"):
+        BetaGaussian(1.5, 0.0, -1.0)
+    torch.distributions.Distribution.set_default_validate_args(True)  # leave torch as found

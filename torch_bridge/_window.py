@@ -74,8 +74,8 @@ def _rules_cpu(m: float) -> tuple[torch.Tensor, ...]:
     for left in (False, True):
         for right in (False, True):
             xi, w = window_rule(_NODES, m, left, right)  # host-side, once per alpha
-            xi_t = torch.as_tensor(xi, dtype=torch.float64)
-            w_t = torch.as_tensor(w, dtype=torch.float64)
+            xi_t = torch.tensor(xi, dtype=torch.float64)  # a copy: the cached rule is read-only
+            w_t = torch.tensor(w, dtype=torch.float64)
             if left == right:
                 xi_t, w_t = (xi_t - xi_t.flip(0)) / 2, (w_t + w_t.flip(0)) / 2
             one_plus = 1 + xi_t
@@ -330,8 +330,8 @@ def _shared_rule(
 
 def _shared_nodes_cpu(m: float, n: int) -> tuple[torch.Tensor, torch.Tensor]:
     xi, w = gauss_jacobi(n, m, m)
-    xi_t = torch.as_tensor(xi, dtype=torch.float64)
-    w_t = torch.as_tensor(w, dtype=torch.float64)
+    xi_t = torch.tensor(xi, dtype=torch.float64)  # a copy: the cached rule is read-only
+    w_t = torch.tensor(w, dtype=torch.float64)
     return (xi_t - xi_t.flip(0)) / 2, (w_t + w_t.flip(0)) / 2  # exactly mirror-symmetric
 
 

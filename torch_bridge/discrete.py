@@ -19,9 +19,10 @@ the mean counts as a tie (kept).
 
 Conventions shared with ``tsallis.discrete``: ``mask`` marks valid entries
 (True); masked entries and -inf entries take no part in the mean and get
-probability 0 (log: -inf, gradient 0). A row with no valid entry returns all
-0 (log: all -inf) with zero gradient. NaN or +inf input raises ValueError;
-that check reads the row sums (one small host sync per call).
+probability 0 (log: -inf, gradient 0), whatever a masked entry holds (NaN
+included). A row with no valid entry returns all 0 (log: all -inf) with zero
+gradient. NaN or +inf in a valid entry raises ValueError; that check reads
+the row spread (one small host sync per call).
 float16 and bfloat16 are computed in float32 and the result cast back.
 """
 
@@ -152,17 +153,18 @@ def _robust_logits(
     off the support. An entry whose log-probability lies below the dtype's range
     gets -inf (probability 0), as in torch.log_softmax.
     """
-    if torch.isnan(x).any():
-        raise ValueError("x must not contain NaN")
-    if (x == float("inf")).any():
-        raise ValueError("x must not contain +inf")
+    counted = x if valid is None else torch.where(valid, x, 0.0)  # masked: ignored
+    if torch.isnan(counted).any():
+        raise ValueError("x must not contain NaN (outside the mask)")
+    if (counted == float("inf")).any():
+        raise ValueError("x must not contain +inf (outside the mask)")
     finite = x > float("-inf")
     valid = finite if valid is None else valid & finite
     mean, top, count = _row_statistics(x, dim, valid, scaled=True)
     empty = count == 0
     threshold = torch.where(empty, 0.0, torch.minimum(mean, top))
     keep = (x - threshold) > -torch.finfo(x.dtype).tiny
-    shifted = x - torch.where(empty, 0.0, top)
+    shifted = torch.where(valid, x, 0.0) - torch.where(empty, 0.0, top)
     off = float("-inf") if eps == 0 else shifted + _shift(eps)
     y = torch.where(keep, shifted, off)
     y = y.masked_fill(~valid, float("-inf")).masked_fill(empty, 0.0)

@@ -21,19 +21,21 @@ _HALF = (torch.float16, torch.bfloat16)
 
 
 class _Finite(constraints.Constraint):
-    """Finite real values (no NaN, no inf), optionally > 0; ``event_dim`` 1 for vectors."""
+    """Finite real values (no NaN, no inf) above ``lower`` if given; ``event_dim`` 1 for vectors."""
 
-    def __init__(self, event_dim: int = 0, positive: bool = False) -> None:
+    def __init__(self, event_dim: int = 0, lower: float | None = None) -> None:
         self.event_dim = event_dim
-        self.positive = positive
+        self.lower = lower
         super().__init__()
 
     def check(self, value: torch.Tensor) -> torch.Tensor:
-        ok = torch.isfinite(value) & (value > 0) if self.positive else torch.isfinite(value)
+        ok = torch.isfinite(value)
+        if self.lower is not None:
+            ok = ok & (value > self.lower)
         return ok.all(-1) if self.event_dim == 1 else ok
 
     def __repr__(self) -> str:
-        kind = "finite and > 0" if self.positive else "finite"
+        kind = "finite" if self.lower is None else f"finite and > {self.lower:g}"
         return f"{kind}{' (vector)' if self.event_dim else ''}"
 
 
@@ -59,8 +61,8 @@ class _SymmetricPositiveDefinite(constraints.Constraint):
         return "symmetric positive definite"
 
 
-_ALPHA = constraints.greater_than(1.0)
-_FINITE, _FINITE_VECTOR, _FINITE_POSITIVE = _Finite(), _Finite(1), _Finite(positive=True)
+_ALPHA = _Finite(lower=1.0)
+_FINITE, _FINITE_VECTOR, _FINITE_POSITIVE = _Finite(), _Finite(1), _Finite(lower=0.0)
 _SPD = _SymmetricPositiveDefinite()
 
 
@@ -110,11 +112,13 @@ class BetaGaussian(Distribution):
     direction; float16 and bfloat16 are drawn in float32 and cast back).
     ``BetaGaussian.from_natural`` takes theta1 = Sigma^-1 loc, theta2 = -Sigma^-1 / 2.
 
-    Validation follows torch.distributions: with ``validate_args`` (on unless
-    disabled, as in torch) the parameters are checked against ``arg_constraints``
-    at construction, a ValueError naming the parameter, and ``log_prob`` rejects
-    NaN and misshapen values. With ``validate_args=False`` nothing is read back
-    from the device, and NaN propagates (log_prob(NaN) is NaN).
+    Validation follows torch.distributions: with ``validate_args`` the parameters
+    are checked against ``arg_constraints`` at construction, a ValueError naming
+    the parameter, and ``log_prob`` rejects NaN and misshapen values. It is on
+    unless ``validate_args=False`` or while torch.compile traces (torch's global
+    default is not used: the first torch.compile call turns it off process-wide).
+    With ``validate_args=False`` nothing is read back from the device, and NaN
+    propagates (log_prob(NaN) is NaN).
 
     Raises:
         TypeError: a parameter is not a real tensor or number.
@@ -151,9 +155,18 @@ class BetaGaussian(Distribution):
         self.multivariate = (
             scale_t.dim() >= 2 and loc_t.dim() >= 1 and scale_t.shape[-1] == loc_t.shape[-1]
         )
-        dtype = _dtype(alpha, loc, scale)
+        dtype = (
+            _dtype(loc, scale)
+            if isinstance(loc, torch.Tensor) or isinstance(scale, torch.Tensor)
+            else _dtype(alpha)
+        )
         device = next((v.device for v in (loc, scale, alpha) if isinstance(v, torch.Tensor)), None)
         alpha_t, loc_t, scale_t = (t.to(device=device) for t in (alpha_t, loc_t, scale_t))
+        # alpha keeps its precision: a number stays float64 (1 + 1e-6 is 1.0 in float16),
+        # a tensor its own dtype, at least float32; outputs come back in the loc dtype.
+        alpha_dtype = torch.promote_types(alpha_t.dtype, torch.float32)
+        if not alpha_dtype.is_floating_point:
+            alpha_dtype = torch.float64
         if self.multivariate:
             d = loc_t.shape[-1]
             if scale_t.shape[-2:] != (d, d):
@@ -161,16 +174,19 @@ class BetaGaussian(Distribution):
                     f"scale (Sigma) must have shape (..., {d}, {d}), got {tuple(scale_t.shape)}"
                 )
             batch = _broadcast(alpha=alpha_t.shape, loc=loc_t.shape[:-1], scale=scale_t.shape[:-2])
-            self.alpha = alpha_t.to(dtype).expand(batch)
+            self.alpha = alpha_t.to(alpha_dtype).expand(batch)
             self.loc = loc_t.to(dtype).expand(*batch, d)
             self.scale = scale_t.to(dtype).expand(*batch, d, d)
             event: tuple[int, ...] = (d,)
         else:
             batch = _broadcast(alpha=alpha_t.shape, loc=loc_t.shape, scale=scale_t.shape)
-            self.alpha, self.loc, self.scale = (
-                t.to(dtype).expand(batch) for t in (alpha_t, loc_t, scale_t)
-            )
+            self.alpha = alpha_t.to(alpha_dtype).expand(batch)
+            self.loc, self.scale = (t.to(dtype).expand(batch) for t in (loc_t, scale_t))
             event = ()
+        if validate_args is None:
+            # Our default is to validate. torch's own default is process-wide, and the
+            # first torch.compile call switches it off as a side effect (torch._dynamo).
+            validate_args = not torch.compiler.is_compiling()
         super().__init__(batch_shape=batch, event_shape=event, validate_args=validate_args)
         if self.multivariate:
             # float16 / bfloat16 have no Cholesky kernel: factor in float32.
@@ -200,13 +216,13 @@ class BetaGaussian(Distribution):
     @property
     def half_width(self) -> torch.Tensor:
         """1D: a, the support is [loc - a, loc + a]."""
-        return _gen.half_width_1d(self.alpha, self.scale)
+        return _gen.half_width_1d(self.alpha, self.scale).to(self.loc.dtype)
 
     @property
     def radius(self) -> torch.Tensor:
         """The support radius R in the Sigma^-1 metric (1D: a / sigma)."""
         if self.multivariate:
-            return _gen.radius(self.alpha, self.dim, self._logdet)
+            return _gen.radius(self.alpha, self.dim, self._logdet).to(self.loc.dtype)
         return self.half_width / self.scale
 
     @property
@@ -221,14 +237,15 @@ class BetaGaussian(Distribution):
     def variance(self) -> torch.Tensor:
         if self.multivariate:
             return torch.diagonal(self.covariance_matrix, dim1=-2, dim2=-1)
-        return _gen.variance_1d(self.alpha, self.scale)
+        return _gen.variance_1d(self.alpha, self.scale).to(self.loc.dtype)
 
     @property
     def covariance_matrix(self) -> torch.Tensor:
         """N-D: cov_scale * Sigma; 1D: variance[..., None, None]."""
         if not self.multivariate:
             return self.variance[..., None, None]
-        return _gen.cov_scale(self.alpha, self.dim, self._logdet)[..., None, None] * self.scale
+        factor = _gen.cov_scale(self.alpha, self.dim, self._logdet).to(self.loc.dtype)
+        return factor[..., None, None] * self.scale
 
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         """log p(value): -inf outside the support; NaN raises when validating, else gives NaN.
@@ -240,19 +257,25 @@ class BetaGaussian(Distribution):
             self._validate_sample(value)
         if self.multivariate:
             diff = (value - self.loc)[..., None]
-            z = torch.linalg.solve_triangular(self._low, diff, upper=False)[..., 0]
-            out = _gen.logpdf_d2((z * z).sum(-1), self.alpha, self.dim, self._logdet)
+            half = diff.dtype in _HALF  # no half triangular solve: in float32, cast back
+            low = self._low.float() if half else self._low
+            z = torch.linalg.solve_triangular(low, diff.to(low.dtype), upper=False)[..., 0]
+            d2 = (z * z).sum(-1).to(self.loc.dtype)
+            out = _gen.logpdf_d2(d2, self.alpha, self.dim, self._logdet)
             nan = torch.isnan(value).any(-1)
         else:
             out = _gen.logpdf_1d(value, self.alpha, self.loc, self.scale)
             nan = torch.isnan(value)
-        return torch.where(nan, torch.nan, out)  # the kernels read NaN as "outside": -inf
+        # the kernels read NaN as "outside" (-inf), and compute half precision in float32
+        return torch.where(nan, torch.nan, out).to(self.loc.dtype)
 
     def entropy(self) -> torch.Tensor:
         """The Tsallis alpha-entropy (seed 000 eq 6), not the Shannon entropy."""
         if self.multivariate:
-            return _gen.tsallis_entropy(self.alpha, self.dim, self._logdet)
-        return _gen.tsallis_entropy_1d(self.alpha, self.scale)
+            out = _gen.tsallis_entropy(self.alpha, self.dim, self._logdet)
+        else:
+            out = _gen.tsallis_entropy_1d(self.alpha, self.scale)
+        return out.to(self.loc.dtype)  # half precision is computed in float32
 
     def rsample(self, sample_shape: torch.Size | tuple = ()) -> torch.Tensor:
         """Reparameterized samples of shape sample_shape + batch_shape + event_shape."""
@@ -261,12 +284,12 @@ class BetaGaussian(Distribution):
             return self.loc.expand(shape).clone()
         if self.loc.dtype in _HALF:  # Beta and Cholesky have no half kernels: draw in float32
             twin = BetaGaussian(
-                self.alpha.float(), self.loc.float(), self.scale.float(), validate_args=False
+                self.alpha, self.loc.float(), self.scale.float(), validate_args=False
             )
             return twin.rsample(sample_shape).to(self.loc.dtype)
-        k = 1 / (self.alpha - 1)
+        k = (1 / (self.alpha - 1)).to(self.loc.dtype)
         radial = Beta(torch.full_like(k, self.dim / 2), k + 1).rsample(sample_shape)  # |z|^2/R^2
-        length = torch.sqrt(radial) * self.radius
+        length = torch.sqrt(radial) * self.radius.to(self.loc.dtype)
         if not self.multivariate:
             sign = torch.where(
                 torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device) < 0.5, -1.0, 1.0

@@ -46,7 +46,7 @@ from torch_bridge._generated import deformed as _deformed
 from torch_bridge._generated import gaussian as _gaussian
 from torch_bridge.attention import GaussianRBF, _alpha
 from tsallis.kernels import GaussianBase, UniformBase
-from tsallis.quadrature import SMOOTH_EXPONENT
+from tsallis.quadrature import SMOOTH_EXPONENT, gauss_jacobi
 
 __all__ = ["KernelAttention", "kernel_attention"]
 
@@ -81,11 +81,9 @@ GRADE_LEVELS = 18
 
 @lru_cache(maxsize=64)
 def _jacobi_cpu(n: int, right: float, left: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gauss-Jacobi nodes and weights of (1 - x)^right (1 + x)^left on [-1, 1]."""
-    from scipy.special import roots_jacobi
-
-    x, w = roots_jacobi(n, right, left)
-    return torch.as_tensor(x, dtype=_F64), torch.as_tensor(w, dtype=_F64)
+    """Gauss-Jacobi nodes and weights of (1 - x)^right (1 + x)^left on [-1, 1] (copies)."""
+    x, w = gauss_jacobi(n, right, left)
+    return torch.tensor(x, dtype=_F64), torch.tensor(w, dtype=_F64)
 
 
 def _kernel_matrix(

@@ -15,7 +15,12 @@ FloatArray = NDArray[np.float64]
 
 
 def as_float(name: str, value: ArrayLike, allow_inf: bool = False) -> FloatArray:
-    """``value`` as a float64 array; rejects non-numbers, NaN and (by default) inf."""
+    """``value`` as a float64 array; rejects non-numbers, NaN and (by default) inf.
+
+    Strings, bytes and booleans are not numbers here (np.asarray would parse "2").
+    """
+    if isinstance(value, (str, bytes, bool, np.bool_)) or np.asarray(value).dtype.kind in "USb":
+        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}")
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -30,7 +35,12 @@ def as_float(name: str, value: ArrayLike, allow_inf: bool = False) -> FloatArray
 
 
 def real_at_least(name: str, value: object, lower: float) -> float:
-    """A finite real scalar >= ``lower`` as a Python float (TypeError for non-numbers)."""
+    """A finite real scalar >= ``lower`` as a Python float (TypeError for non-numbers).
+
+    Strings and booleans are not numbers here, even where float() would take them.
+    """
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got {value!r}")
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
@@ -45,6 +55,24 @@ def positive(name: str, value: ArrayLike) -> FloatArray:
     array = as_float(name, value)
     if (array <= 0).any():
         raise ValueError(f"{name} must be > 0, got min {array.min()!r}")
+    return array
+
+
+# Scales of the 1D families: beyond this range powers of the scale in the closed forms
+# (up to scale^4) leave float64's range. Physical scales are far inside it.
+SCALE_RANGE = (1e-150, 1e150)
+
+
+def scale(value: ArrayLike, name: str = "scale") -> FloatArray:
+    """A finite array with every entry in SCALE_RANGE (ValueError otherwise)."""
+    array = positive(name, value)
+    low, high = SCALE_RANGE
+    if ((array < low) | (array > high)).any():
+        bad = array[(array < low) | (array > high)].flat[0]
+        raise ValueError(
+            f"{name} must lie in [{low:g}, {high:g}] (beyond, powers of it under- or overflow"
+            f" in float64), got {float(bad)!r}"
+        )
     return array
 
 

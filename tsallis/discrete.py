@@ -14,7 +14,8 @@ ev-softmax conventions (shared with ``torch_bridge``):
   largest entry in the support when the rounded mean of a constant row
   exceeds every entry by an ulp (SPEC section 4);
 - ``mask`` marks the valid entries; masked entries and -inf entries take no
-  part in the mean and get probability 0 (log-probability -inf);
+  part in the mean and get probability 0 (log-probability -inf); a masked entry
+  may hold anything (NaN included), NaN or +inf in a valid entry raises;
 - a row without any valid entry returns all 0 (log: all -inf).
 (The Torch ops also keep an entry less than the dtype's smallest normal number
 below the mean, so that flush-to-zero cannot drop the maximum.)
@@ -35,7 +36,9 @@ FloatArray = NDArray[np.floating]
 BISECTION_STEPS = 64  # the bracket has width <= 1; 64 halvings reach float64 resolution
 
 
-def _scores(v: ArrayLike, axis: int, name: str = "v") -> tuple[FloatArray, np.dtype]:
+def _scores(
+    v: ArrayLike, axis: int, name: str = "v", check_values: bool = True
+) -> tuple[FloatArray, np.dtype]:
     """``v`` as a floating array with ``axis`` moved last; returns it and the output dtype."""
     array = np.asarray(v)
     if not (np.issubdtype(array.dtype, np.floating) or np.issubdtype(array.dtype, np.integer)):
@@ -49,9 +52,9 @@ def _scores(v: ArrayLike, axis: int, name: str = "v") -> tuple[FloatArray, np.dt
         raise ValueError(f"axis must be an int in [-{array.ndim}, {array.ndim}), got {axis!r}")
     if array.shape[axis] == 0:
         raise ValueError(f"{name} must have at least one entry along axis {axis}")
-    if np.isnan(array).any():
+    if check_values and np.isnan(array).any():
         raise ValueError(f"{name} must not contain NaN")
-    if np.isposinf(array).any():
+    if check_values and np.isposinf(array).any():
         raise ValueError(f"{name} must not contain +inf")
     return np.moveaxis(array, axis, -1), out_dtype
 
@@ -90,14 +93,18 @@ def _pick(per_size: FloatArray, ordered: FloatArray) -> FloatArray:
 
 
 def _sparsemax_last(z: FloatArray) -> FloatArray:
-    z = z - z.max(axis=-1, keepdims=True)
+    # tau >= max - 1 (the top entry alone has mass 1): an entry more than 1 below the
+    # max is never in the support, so clipping at -2 changes nothing and keeps the
+    # prefix sums from overflowing (float32 [0, -3e38, -3e38] summed to -inf).
+    z = np.maximum(z - z.max(axis=-1, keepdims=True), -2)
     ordered, means, sizes = _sorted_prefix(z)
     tau = _pick(_gen.sparsemax_threshold(means, sizes).astype(z.dtype), ordered)
     return np.maximum(z - tau, 0)
 
 
 def _entmax15_last(z: FloatArray) -> FloatArray:
-    z = (z - z.max(axis=-1, keepdims=True)) / 2
+    # as in _sparsemax_last: on z / 2, tau >= max - 1, so -2 clips only zeros
+    z = np.maximum((z - z.max(axis=-1, keepdims=True)) / 2, -2)
     ordered, means, sizes = _sorted_prefix(z)
     variances = np.cumsum(ordered**2, axis=-1) / sizes - means**2
     tau = _pick(_gen.entmax15_threshold(means, variances, sizes).astype(z.dtype), ordered)
@@ -158,9 +165,15 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
 
 
 def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[np.bool_]:
-    """Valid entries: ``mask`` (broadcast to v, axis moved last) and not -inf."""
+    """Valid entries: ``mask`` (broadcast to v, axis moved last) and not -inf.
+
+    NaN or +inf in an unmasked entry raises ValueError; a masked entry is
+    ignored whatever it holds.
+    """
     valid = np.isfinite(z)
     if mask is None:
+        if np.isnan(z).any() or np.isposinf(z).any():
+            raise ValueError("v must not contain NaN or +inf (outside the mask)")
         return valid
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
@@ -170,7 +183,10 @@ def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[
         broadcast = np.broadcast_to(mask, shape)
     except ValueError:
         raise ValueError(f"mask of shape {mask.shape} does not broadcast to v {shape}") from None
-    return valid & np.moveaxis(broadcast, axis, -1)
+    counted = np.moveaxis(broadcast, axis, -1)
+    if (counted & (np.isnan(z) | np.isposinf(z))).any():
+        raise ValueError("v must not contain NaN or +inf (outside the mask)")
+    return valid & counted
 
 
 def _ev_logits(
@@ -182,7 +198,7 @@ def _ev_logits(
     the normalization stays finite; callers overwrite those rows).
     """
     eps = real_at_least("eps", eps, 0.0)
-    z, dtype = _scores(v, axis)
+    z, dtype = _scores(v, axis, check_values=False)
     valid = _valid_entries(z, mask, axis)
     count = valid.sum(axis=-1, keepdims=True)
     empty = count == 0
@@ -204,9 +220,11 @@ def _ev_logits(
 def _normalized(logits: FloatArray, log: bool) -> FloatArray:
     """softmax (or log_softmax) over the last axis; -inf logits get 0 (-inf)."""
     top = logits.max(axis=-1, keepdims=True)
-    e = np.exp(logits - top)
+    with np.errstate(over="ignore"):  # a difference beyond the range is -inf: e = 0
+        shifted = logits - top
+    e = np.exp(shifted)
     total = e.sum(axis=-1, keepdims=True)
-    return logits - top - np.log(total) if log else e / total
+    return shifted - np.log(total) if log else e / total
 
 
 def ev_softmax(

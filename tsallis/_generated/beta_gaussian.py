@@ -173,4 +173,4 @@ def ppf_1d(q, alpha, loc, scale):
     _t3 = _t0*_t2
     _t4 = _t1 + 1
     _t5 = 1.4142135623730951*scale*np.sqrt(_t1*np.exp(_t0*_t2*np.log(_t0) - _t3*(-2*_special.lgamma_ratio(_t4, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*np.log(scale)))
-    return 2*_t5*_sp.betaincinv(_t4, _t4, q) - _t5 + loc
+    return 2*_t5*_special.betaincinv(_t4, _t4, q) - _t5 + loc

@@ -63,4 +63,4 @@ def ppf(q, loc, scale):
     """Quantile function."""
     q, loc, scale = _special.as_arrays(q, loc, scale)
     _t0 = 2.2894284851066637*scale**0.6666666666666666
-    return _t0*_sp.betaincinv(2, 2, q) - 0.5*_t0 + loc
+    return _t0*_special.betaincinv(2, 2, q) - 0.5*_t0 + loc

@@ -40,11 +40,11 @@ class MultivariateFamily:
         if x_.shape[-1:] != (self.dim,):
             raise ValueError(f"x must have shape (..., {self.dim}), got {x_.shape}")
         centred = (x_ - self.loc).reshape(-1, self.dim).T
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):  # d^2 = inf far out: density 0
             white = scipy.linalg.solve_triangular(
                 self._chol, centred, lower=True, check_finite=False
             )
-        d2 = np.sum(white**2, axis=0).reshape(x_.shape[:-1])
+            d2 = np.sum(white**2, axis=0).reshape(x_.shape[:-1])
         return np.where(np.isinf(x_).any(axis=-1), np.inf, d2)
 
     @property

@@ -24,7 +24,7 @@ class UnivariateFamily:
     _compact = True
 
     def __init__(self, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> None:
-        self._set(loc=check.as_float("loc", loc), scale=check.positive("scale", scale))
+        self._set(loc=check.as_float("loc", loc), scale=check.scale(scale))
 
     def _set(self, **params: FloatArray) -> None:
         arrays = check.broadcast(**params)

@@ -139,7 +139,7 @@ class BetaGaussian(UnivariateFamily):
         self._set(
             alpha=check.sparse_alpha(alpha),
             loc=check.as_float("loc", loc),
-            scale=check.positive("scale", scale),
+            scale=check.scale(scale),
         )
 
     def _repr_names(self) -> tuple[str, ...]:
@@ -211,6 +211,23 @@ class LocationScale(UnivariateFamily):
         self.g = g
         self._gen = _location_scale_module(g)
         super().__init__(loc, scale)
+
+    def _at(self, name: str, x: FloatArray) -> FloatArray:
+        """pdf, logpdf and cdf at the standardized z = (x - loc) / scale.
+
+        p(x; loc, scale) = p(z; 0, 1) / scale exactly, and a custom g may put any
+        power of the scale in the closed forms; at z nothing under- or overflows.
+        """
+        if name not in ("pdf", "logpdf", "cdf"):
+            return super()._at(name, x)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            z = (x - self.loc) / self.scale
+            out = np.asarray(self._kernel(name)(z, 0.0, 1.0))
+        if np.isnan(out).any():
+            raise FloatingPointError(f"LocationScale.{name} produced NaN; please report this input")
+        if name == "pdf":
+            return out / self.scale
+        return out - np.log(self.scale) if name == "logpdf" else out
 
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantiles by bisection on the generated tail mass (monotone in the edge distance)."""
