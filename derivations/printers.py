@@ -150,7 +150,11 @@ _NUMPY_NAMES = {
 
 NUMPY = Backend(
     name="numpy",
-    imports=("import numpy as np", "import scipy.special as _sp", "from tsallis import _special"),
+    imports=(
+        "import numpy as np",
+        "import scipy.special as _sp",
+        "from tsallis.core import special as _special",
+    ),
     where="np.where",
     inf="np.inf",
     arg_prologue="{targets} = _special.as_arrays({args})",

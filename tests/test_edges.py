@@ -152,7 +152,7 @@ def test_ev_softmax_nll_loss_rejects_bad_targets():
 def test_lgamma_ratio_against_mpmath():
     """log Gamma(x + h) - log Gamma(x): the plain difference lost x eps (2.8e-10 at 1e6)."""
     from torch_bridge._special import lgamma_ratio as torch_ratio
-    from tsallis._special import lgamma_ratio
+    from tsallis.core.special import lgamma_ratio
 
     eps = np.finfo(np.float64).eps
     with mp.workdps(40):
@@ -168,7 +168,7 @@ def test_lgamma_ratio_against_mpmath():
 @pytest.mark.parametrize("exponent", [3.5, 2000.0, 1e6, 1e9])
 def test_symmetric_gauss_jacobi_for_any_exponent(exponent):
     """64 nodes for (1 - x^2)^a integrate x^(2j) exactly (scipy's weights are NaN at 1e6)."""
-    from tsallis.quadrature import gauss_jacobi
+    from tsallis.core.rules import gauss_jacobi
 
     x, w = gauss_jacobi(64, exponent, exponent)
     assert np.array_equal(x, -x[::-1]) and np.array_equal(w, w[::-1])
@@ -300,7 +300,7 @@ def test_betaincinv_tails(a):
     """scipy's inverse was NaN (a = 3, q < 1e-200) or 1e-5 off (a = 33, q = 1e-300); the
     ppf of TruncatedParabola and BetaGaussian go through it. Checked in q with 60-digit
     mpmath (relative error in x ~ that in q divided by a in the lower tail)."""
-    from tsallis._special import betaincinv
+    from tsallis.core.special import betaincinv
 
     with mp.workdps(60):
         for q in (1e-300, 1e-200, 1e-100, 1e-30, 1e-10, 0.3, 0.5, 0.7, 1 - 1e-12):

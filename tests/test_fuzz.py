@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 import tsallis
 from tsallis import attention as np_attention
 from tsallis import discrete
-from tsallis._validation import SCALE_RANGE
+from tsallis.core.validation import SCALE_RANGE
 
 torch = pytest.importorskip("torch")
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from tsallis import quadrature as Q
+from tsallis.core.rules import legendre_unit
 
 mp.mp.dps = 30
 
@@ -25,7 +26,7 @@ def test_gauss_legendre_exact_for_degree_2n_minus_1():
     assert result.nodes == 6
     assert result.value == pytest.approx(exact, rel=1e-14)
     assert rule.nodes_weights(6)[0] is not Q.GaussLegendre(0, 1).nodes_weights(6)[0]
-    assert Q._legendre_unit(6) is Q._legendre_unit(6)  # cached
+    assert legendre_unit(6) is legendre_unit(6)  # cached
 
 
 def test_trapezoid_is_second_order_on_smooth_nonperiodic():

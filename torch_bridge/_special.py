@@ -11,7 +11,8 @@ import math
 
 import torch
 
-from tsallis._special import STIRLING_MIN, STIRLING_TERMS
+from tsallis.core.special import STIRLING_TERMS
+from tsallis.core.tuning import STIRLING_MIN
 
 # Below this |x| a Taylor polynomial is used; its truncation error is < 1e-18,
 # and autograd of the direct quotient would cancel there.
@@ -86,7 +87,7 @@ def lgamma_ratio(x: torch.Tensor, h: torch.Tensor | float) -> torch.Tensor:
     """log Gamma(x + h) - log Gamma(x) for x > 0, x + h > 0, with finite gradients.
 
     Stirling's series where x and x + h >= 10 (the plain difference loses about
-    x * eps there); torch.lgamma below. Same constants as tsallis._special.
+    x * eps there); torch.lgamma below. Same constants as tsallis.core.special.
     """
     x, h = promote(x, h)
     large = (x >= STIRLING_MIN) & (x + h >= STIRLING_MIN)

@@ -21,8 +21,8 @@ import torch
 
 from torch_bridge._generated import attention as gen
 from torch_bridge._generated import gaussian
-from tsallis.attention import closed_k
-from tsallis.quadrature import SMOOTH_EXPONENT, gauss_jacobi, window_rule
+from tsallis.core.rules import gauss_jacobi, legendre_unit, window_rule
+from tsallis.core.tuning import SMOOTH_EXPONENT, closed_k
 
 # The closed form (evaluated in float64) is used when r <= _CLOSED_MAX_R[k] and
 # the RBF centre lies at most _CLOSED_MAX_OUT[k] RBF widths outside the support:
@@ -464,23 +464,10 @@ def radial_moments(c: torch.Tensor, omc: torch.Tensor, r: torch.Tensor, dense: b
     if dense or bool(wide.any()):
 
         def smooth(cc: torch.Tensor, rr: torch.Tensor) -> dict:
-            x, w = (t.to(cc.device) for t in _legendre_unit(_RADIAL_NODES))
+            x, w = (torch.tensor(t, device=cc.device) for t in legendre_unit(_RADIAL_NODES))
             u = (x + 1) / 2
             weight = w / 2 * gaussian.pdf(u, cc[:, None], rr[:, None])
             return {f"p{j}": (weight * u**j).sum(-1) for j in (1, 2, 3)}
 
         _fill(out, wide, smooth, (c, r), (0.5, 4.0), dense)
     return out
-
-
-_LEGENDRE: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
-
-
-def _legendre_unit(n: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Gauss-Legendre nodes and weights on [-1, 1] (a table, as for _RULES)."""
-    if n not in _LEGENDRE:
-        from numpy.polynomial.legendre import leggauss
-
-        x, w = leggauss(n)
-        _LEGENDRE[n] = (torch.as_tensor(x), torch.as_tensor(w))
-    return _LEGENDRE[n]

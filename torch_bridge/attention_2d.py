@@ -22,6 +22,7 @@ from torch.autograd.function import once_differentiable
 
 from torch_bridge import _window
 from torch_bridge._generated import gaussian, truncated_paraboloid
+from torch_bridge.basis import check_spd
 
 _F64 = torch.float64
 MAX_ANGLES = 1 << 14
@@ -210,11 +211,9 @@ def attention_2d(
             f"loc {tuple(loc.shape)} and scale {tuple(scale.shape)} batch shapes must broadcast"
         ) from None
     if validate:
-        from torch_bridge.attention import _check_spd
-
         if not bool(torch.isfinite(loc).all() & torch.isfinite(scale).all()):
             raise ValueError("loc and scale (Sigma) must be finite")
-        _check_spd("scale (Sigma)", scale.detach())
+        check_spd("scale (Sigma)", scale.detach())
     if alpha not in (1.0, 2.0):
         raise ValueError(f"alpha = {alpha} in 2D: supported are alpha = 1 and alpha = 2")
     loc = loc.expand(*batch, 2)

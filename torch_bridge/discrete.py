@@ -36,7 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torch_bridge._generated import discrete as _gen
-from tsallis._validation import real_at_least
+from tsallis.core.validation import real_at_least
 
 __all__ = ["EvSoftmax", "LogEvSoftmax", "ev_softmax", "ev_softmax_nll_loss", "log_ev_softmax"]
 

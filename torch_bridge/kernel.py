@@ -44,9 +44,10 @@ from torch.utils.checkpoint import checkpoint
 
 from torch_bridge._generated import deformed as _deformed
 from torch_bridge._generated import gaussian as _gaussian
-from torch_bridge.attention import GaussianRBF, _alpha
-from tsallis.kernels import GaussianBase, UniformBase
-from tsallis.quadrature import SMOOTH_EXPONENT, gauss_jacobi
+from torch_bridge.basis import GaussianRBF, alpha_value
+from tsallis.core.bases import GaussianBase, UniformBase
+from tsallis.core.rules import gauss_jacobi
+from tsallis.core.tuning import SMOOTH_EXPONENT
 
 __all__ = ["KernelAttention", "kernel_attention"]
 
@@ -86,7 +87,7 @@ def _jacobi_cpu(n: int, right: float, left: float) -> tuple[torch.Tensor, torch.
     return torch.tensor(x, dtype=_F64), torch.tensor(w, dtype=_F64)
 
 
-def _kernel_matrix(
+def kernel_matrix(
     t: torch.Tensor, inducing: torch.Tensor, kernel: str, bandwidth: float
 ) -> torch.Tensor:
     """k(t, t_i): (..., M) for t (...)."""
@@ -161,7 +162,7 @@ def _envelope(gamma: torch.Tensor, inducing: torch.Tensor, kernel: str, bandwidt
         block = max(1, CHUNK_ELEMENTS // max(1, points.shape[0] + g.shape[0]))
         top = 0.0
         for start in range(0, points.shape[0], block):
-            k = _kernel_matrix(points[start : start + block], points, kernel, bandwidth)
+            k = kernel_matrix(points[start : start + block], points, kernel, bandwidth)
             top = max(top, float((g @ k.T).amax()))
     return top
 
@@ -176,7 +177,7 @@ def _u_and_slope(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """u = 1 + (alpha-1) f~(t) and du/dt, for t (R,) and gamma (R, M)."""
     distance = t[:, None] - inducing
-    k = _kernel_matrix(t, inducing, kernel, bandwidth)
+    k = kernel_matrix(t, inducing, kernel, bandwidth)
     if kernel == "gaussian":
         dk = -distance / (bandwidth * bandwidth) * k
     else:
@@ -252,7 +253,7 @@ def kernel_attention(
             would work); with ``validate``, non-finite gamma or inducing points,
             or a row whose density has no mass.
     """
-    alpha_f = _alpha(alpha)
+    alpha_f = alpha_value(alpha)
     if not isinstance(gamma, torch.Tensor) or not gamma.is_floating_point():
         raise TypeError("gamma must be a floating-point tensor")
     if not isinstance(inducing, torch.Tensor) or inducing.dim() != 1:
@@ -375,12 +376,12 @@ def _chunk(
     x, w = (v.to(g.device) for v in _jacobi_cpu(n, 0.0, 0.0))
     t_shared = (lo_t[:, None] + half[:, None] * (x + 1)).reshape(-1)  # (P n,)
     w_shared = (half[:, None] * w).reshape(-1)
-    f_shared = g @ _kernel_matrix(t_shared, inducing, kernel, bandwidth).T  # (B, P n)
+    f_shared = g @ kernel_matrix(t_shared, inducing, kernel, bandwidth).T  # (B, P n)
     log_e = _deformed.log_exp_beta(f_shared, 2 - alpha)  # -inf off the support
     parts = []
     if alpha > 1:
         # Signs of u at each panel's ends and nodes locate the support boundaries.
-        f_edges = (g @ _kernel_matrix(edges, inducing, kernel, bandwidth).T).detach()
+        f_edges = (g @ kernel_matrix(edges, inducing, kernel, bandwidth).T).detach()
         u_nodes = (1 + (alpha - 1) * f_shared.detach()).reshape(g.shape[0], lo_t.shape[0], n)
         u_edges = 1 + (alpha - 1) * f_edges
         u_points = torch.cat([u_edges[:, :-1, None], u_nodes, u_edges[:, 1:, None]], -1)
@@ -494,7 +495,7 @@ def _boundary_parts(
         else:  # exponent power at each root end: (1 + x) at a, (1 - x) at b
             x, w = _jacobi_by_end(n, power, root_a, root_b, g.device)
         t = a[:, None] + half * (x + 1)
-        f = torch.einsum("rm,rnm->rn", g[rows[sel]], _kernel_matrix(t, inducing, kernel, bandwidth))
+        f = torch.einsum("rm,rnm->rn", g[rows[sel]], kernel_matrix(t, inducing, kernel, bandwidth))
         log_e = _deformed.log_exp_beta(f, 2 - alpha)
         log_w = torch.log(w * half)
         if not smooth:  # the rule holds |t - root|^power: leave [u]_+^power / that
@@ -571,7 +572,7 @@ def _graded_parts(
         piece = ((b - a) / 2)[..., None]
         t = (a[..., None] + piece * (x + 1)).reshape(r.shape[0], -1)  # (R, pieces n)
         weights = (piece * w).reshape(r.shape[0], -1)
-        k = _kernel_matrix(t, inducing, kernel, bandwidth)  # (R, pieces n, M)
+        k = kernel_matrix(t, inducing, kernel, bandwidth)  # (R, pieces n, M)
         f = torch.einsum("rm,rnm->rn", g[r], k)
         log_mass = _deformed.log_exp_beta(f, 2 - alpha) + _log_base(t, base) + torch.log(weights)
         out.append((log_mass, _gaussian.pdf(t[..., None], mu, sd), r))
@@ -618,7 +619,7 @@ class KernelAttention(nn.Module):
         else:
             self.register_buffer("inducing", inducing)
         self.basis = basis
-        self.alpha = _alpha(alpha)
+        self.alpha = alpha_value(alpha)
         self.kernel, self.bandwidth, self.base, self.nodes = kernel, bandwidth, base, nodes
 
     def forward(self, gamma: torch.Tensor, values: torch.Tensor) -> torch.Tensor:

@@ -30,18 +30,18 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tsallis import _validation as check
 from tsallis._generated import attention as gen
 from tsallis._generated import beta_gaussian, gaussian, truncated_paraboloid
-from tsallis.quadrature import SMOOTH_EXPONENT, PeriodicTrapezoid, window_rule
+from tsallis.core import validation as check
+from tsallis.core.rules import window_rule
+from tsallis.core.tuning import SMOOTH_EXPONENT, closed_k
+from tsallis.quadrature import PeriodicTrapezoid
 
 __all__ = ["GaussianRBF", "jacobian", "rho", "ridge_value_function"]
 
 FloatArray = NDArray[np.floating]
 RhoJac = tuple[FloatArray, FloatArray | None]  # rho, and J when asked
 
-# alpha with a generated closed form in 1D, keyed to k = 1/(alpha - 1).
-CLOSED_FORM_K = {2.0: 1, 1.5: 2, 4 / 3: 3, 1.25: 4}
 # The closed form of G is used when r = s/a <= 1/_MIN_SUPPORT_RATIO and the
 # RBF centre lies at most _MAX_OUTSIDE RBF widths outside the support. Measured
 # in float32 at r = 1/5: within 3e-7 (rho) and 1.9e-6 (the J combination); at
@@ -142,14 +142,6 @@ class GaussianRBF:
         diff = t[..., None, :] - self.mu
         z = np.linalg.solve(self._chol, diff[..., None])[..., 0]
         return np.exp(gaussian.logpdf_d2((z**2).sum(-1), self.dim, self._logdet))
-
-
-def closed_k(alpha: float) -> int | None:
-    """k = 1/(alpha - 1) for the alpha values with a generated 1D closed form, else None."""
-    for value, k in CLOSED_FORM_K.items():
-        if abs(alpha - value) < 1e-12:
-            return k
-    return None
 
 
 def _inputs_1d(

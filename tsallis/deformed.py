@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tsallis import _validation as check
 from tsallis._generated import deformed as _gen
+from tsallis.core import validation as check
 
 
 def log_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from tsallis._generated import discrete as _gen
-from tsallis._validation import real_at_least
+from tsallis.core.validation import real_at_least
 
 FloatArray = NDArray[np.floating]
 

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import log_ndtr, logsumexp
+from scipy.special import logsumexp
 
-from tsallis import _validation as check
 from tsallis._generated import deformed as _deformed
 from tsallis._generated import gaussian as _gaussian
+from tsallis.core import validation as check
+from tsallis.core.bases import GaussianBase, UniformBase
 from tsallis.quadrature import KinkAware
 
 FloatArray = NDArray[np.float64]
@@ -38,54 +39,6 @@ def kernel_sum(
     if kernel == "gaussian":
         return np.exp(-(distance**2) / (2 * bandwidth**2)) @ gamma
     return np.exp(-np.abs(distance) / bandwidth) @ gamma
-
-
-@dataclass(frozen=True)
-class UniformBase:
-    """Q uniform on [a, b]."""
-
-    a: float = 0.0
-    b: float = 1.0
-
-    def __post_init__(self) -> None:
-        if not float(check.as_float("a", self.a)) < float(check.as_float("b", self.b)):
-            raise ValueError(f"base interval needs a < b, got [{self.a}, {self.b}]")
-
-    def log_density(self, t: FloatArray) -> FloatArray:
-        return np.full(np.shape(t), -np.log(self.b - self.a))
-
-    def breakpoints(self) -> list[float]:
-        return []
-
-
-@dataclass(frozen=True)
-class GaussianBase:
-    """Q = N(mean, std^2) conditioned on [a, b]; stable when the mean is far outside."""
-
-    mean: float
-    std: float
-    a: float = 0.0
-    b: float = 1.0
-
-    def __post_init__(self) -> None:
-        check.as_float("mean", self.mean)
-        check.positive("std", self.std)
-        if not float(check.as_float("a", self.a)) < float(check.as_float("b", self.b)):
-            raise ValueError(f"base interval needs a < b, got [{self.a}, {self.b}]")
-
-    def log_mass(self) -> float:
-        """log P(a <= N(mean, std^2) <= b), without underflow in either tail."""
-        lo, hi = (self.a - self.mean) / self.std, (self.b - self.mean) / self.std
-        if lo > 0:  # mirror into the lower tail, where log_ndtr is accurate
-            lo, hi = -hi, -lo
-        upper, lower = log_ndtr(hi), log_ndtr(lo)
-        return float(upper + np.log1p(-np.exp(lower - upper)))
-
-    def log_density(self, t: FloatArray) -> FloatArray:
-        return np.asarray(_gaussian.logpdf(t, self.mean, self.std)) - self.log_mass()
-
-    def breakpoints(self) -> list[float]:
-        return [self.mean + k * self.std for k in (-8, -4, -2, -1, 0, 1, 2, 4, 8)]
 
 
 @dataclass

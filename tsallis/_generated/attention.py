@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["window_m0_j0", "window_m0_j1", "window_m0_j2", "window_m1_j0", "window_m1_j1", "window_m1_j2", "window_m2_j0", "window_m2_j1", "window_m2_j2", "window_m3_j0", "window_m3_j1", "window_m3_j2", "window_m4_j0", "radial_j1", "radial_j2", "radial_j3", "radial_moments", "window_moments_k1", "window_moments_k2", "window_moments_k3", "window_moments_k4", "rho_constant", "cov_constant", "escort_u2", "gaussian_rho", "gaussian_first", "gaussian_second"]
 

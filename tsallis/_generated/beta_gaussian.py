@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["threshold", "log_ac", "radius", "cov_scale", "tsallis_entropy", "logpdf_d2", "pdf_d2", "threshold_1d", "half_width_1d", "variance_1d", "tsallis_entropy_1d", "logpdf_1d", "pdf_1d", "cdf_1d", "ppf_1d"]
 

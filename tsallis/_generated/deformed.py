@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "softplus_positive", "smoothed_exp_beta"]
 

@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_probability", "entmax_gppr_weight", "ev_softmax_offsupport_shift", "evidential_mass"]
 

@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["log_partition", "variance", "entropy", "logpdf", "pdf", "cdf", "ppf"]
 

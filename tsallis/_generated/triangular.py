@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "logpdf", "cdf", "ppf"]
 

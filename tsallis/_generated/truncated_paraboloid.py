@@ -5,7 +5,7 @@
 
 import numpy as np
 import scipy.special as _sp
-from tsallis import _special
+from tsallis.core import special as _special
 
 __all__ = ["threshold", "radius", "cov_scale", "tsallis_entropy", "logpdf_d2", "pdf_d2"]
 

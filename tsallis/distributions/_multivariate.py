@@ -9,8 +9,8 @@ import numpy as np
 import scipy.linalg
 from numpy.typing import ArrayLike
 
-from tsallis import _validation as check
-from tsallis._validation import FloatArray
+from tsallis.core import validation as check
+from tsallis.core.validation import FloatArray
 
 
 class MultivariateFamily:

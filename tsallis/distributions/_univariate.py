@@ -8,8 +8,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tsallis import _validation as check
-from tsallis._validation import FloatArray
+from tsallis.core import validation as check
+from tsallis.core.validation import FloatArray
 
 
 class UnivariateFamily:

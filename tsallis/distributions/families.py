@@ -10,7 +10,6 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from tsallis import _validation as check
 from tsallis._generated import (
     beta_gaussian,
     gaussian,
@@ -21,7 +20,8 @@ from tsallis._generated import (
     truncated_parabola,
     truncated_paraboloid,
 )
-from tsallis._validation import FloatArray
+from tsallis.core import validation as check
+from tsallis.core.validation import FloatArray
 from tsallis.distributions._multivariate import MultivariateFamily, uniform_directions
 from tsallis.distributions._univariate import UnivariateFamily
 

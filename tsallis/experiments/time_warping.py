@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from torch_bridge import GaussianRBF, continuous_attention, kernel_attention, ridge_value_function
-from torch_bridge.kernel import _kernel_matrix
+from torch_bridge.kernel import kernel_matrix
 
 LENGTH = 95
 MODELS = ("continuous softmax", "continuous sparsemax", "kernel softmax", "kernel sparsemax")
@@ -119,7 +119,7 @@ class TwoHeadClassifier(nn.Module):
         self.register_buffer("positions", torch.linspace(0, 1, LENGTH))
         self.register_buffer(
             "inducing_kernel",
-            _kernel_matrix(self.inducing, self.inducing, "gaussian", settings.bandwidth),
+            kernel_matrix(self.inducing, self.inducing, "gaussian", settings.bandwidth),
         )
         self.logit_scale = nn.Parameter(torch.tensor(1.0))
         self.logit_bias = nn.Parameter(torch.zeros(2))

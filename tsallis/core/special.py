@@ -7,6 +7,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy.special import betaincinv as _betaincinv
 from scipy.special import betaln, gammaln, ndtr
 
+from tsallis.core.tuning import STIRLING_MIN
+
 # Below this |x| a Taylor polynomial is used; its truncation error is < 1e-18,
 # and autograd of the direct quotient would cancel there.
 _SERIES_CUTOFF = 1e-2
@@ -44,8 +46,8 @@ def normal_mass(lo: ArrayLike, hi: ArrayLike) -> NDArray[np.floating]:
 
 
 # Stirling's series for log Gamma: (z - 1/2) log z - z + log(2 pi)/2 + S(z),
-# S(z) = sum_j B_2j / (2j (2j - 1) z^(2j - 1)); eight terms leave < 2e-18 at z >= 10.
-STIRLING_MIN = 10.0
+# S(z) = sum_j B_2j / (2j (2j - 1) z^(2j - 1)); eight terms leave < 2e-18 at z >= 10
+# (STIRLING_MIN, in tsallis.core.tuning).
 STIRLING_TERMS = [
     1 / 12,
     -1 / 360,

@@ -1,0 +1,69 @@
+"""Base laws Q on an interval [a, b] for the kernel families (seed 001 section 5).
+
+Shared by the NumPy face (tsallis.kernels) and the Torch face
+(torch_bridge.kernel_attention): each gives log q0 on [a, b] and the break
+points a kink-aware rule should respect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.special import log_ndtr
+
+from tsallis._generated import gaussian as _gaussian
+from tsallis.core import validation as check
+
+FloatArray = NDArray[np.float64]
+
+__all__ = ["GaussianBase", "UniformBase"]
+
+
+@dataclass(frozen=True)
+class UniformBase:
+    """Q uniform on [a, b]."""
+
+    a: float = 0.0
+    b: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not float(check.as_float("a", self.a)) < float(check.as_float("b", self.b)):
+            raise ValueError(f"base interval needs a < b, got [{self.a}, {self.b}]")
+
+    def log_density(self, t: FloatArray) -> FloatArray:
+        return np.full(np.shape(t), -np.log(self.b - self.a))
+
+    def breakpoints(self) -> list[float]:
+        return []
+
+
+@dataclass(frozen=True)
+class GaussianBase:
+    """Q = N(mean, std^2) conditioned on [a, b]; stable when the mean is far outside."""
+
+    mean: float
+    std: float
+    a: float = 0.0
+    b: float = 1.0
+
+    def __post_init__(self) -> None:
+        check.as_float("mean", self.mean)
+        check.positive("std", self.std)
+        if not float(check.as_float("a", self.a)) < float(check.as_float("b", self.b)):
+            raise ValueError(f"base interval needs a < b, got [{self.a}, {self.b}]")
+
+    def log_mass(self) -> float:
+        """log P(a <= N(mean, std^2) <= b), without underflow in either tail."""
+        lo, hi = (self.a - self.mean) / self.std, (self.b - self.mean) / self.std
+        if lo > 0:  # mirror into the lower tail, where log_ndtr is accurate
+            lo, hi = -hi, -lo
+        upper, lower = log_ndtr(hi), log_ndtr(lo)
+        return float(upper + np.log1p(-np.exp(lower - upper)))
+
+    def log_density(self, t: FloatArray) -> FloatArray:
+        return np.asarray(_gaussian.logpdf(t, self.mean, self.std)) - self.log_mass()
+
+    def breakpoints(self) -> list[float]:
+        return [self.mean + k * self.std for k in (-8, -4, -2, -1, 0, 1, 2, 4, 8)]
