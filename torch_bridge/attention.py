@@ -37,6 +37,7 @@ from torch_bridge._generated import attention as gen
 from torch_bridge._generated import beta_gaussian
 from torch_bridge.attention_2d import attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
+from tsallis.core.tuning import FLOAT32_ANCHOR_OUT, FLOAT32_CLOSED_MAX_R, closed_k
 from tsallis.core.validation import real_at_least
 
 __all__ = [
@@ -154,6 +155,44 @@ def _moments_1d(
     return rho, first, centred
 
 
+def _float32_moments(
+    alpha: float, loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, s: torch.Tensor
+) -> tuple[torch.Tensor, ...] | None:
+    """float32 moments (as _moments_1d) straight from the closed form, or None.
+
+    Taken for float32 input in eager mode on CPU when alpha = 1, or alpha has a
+    window closed form and every RBF is narrow enough (FLOAT32_CLOSED_MAX_R) and
+    every row has a centre near its support (FLOAT32_ANCHOR_OUT): there the
+    float32 closed form is as accurate as float32 allows (see tsallis.core.tuning).
+    Everything else (and every other dtype, device or compiled call) takes the
+    float64 regimes of _moments_1d. Decides with one host read.
+    """
+    if loc.dtype != torch.float32 or _dense(loc) or mu.dtype != torch.float32:
+        return None
+    if alpha == 1:
+        return _moments_1d(alpha, loc, scale, mu, s)
+    k = closed_k(alpha)
+    if k is None:
+        return None
+    # The edge distances in float64, then rounded: formed in float32, the support's edges
+    # would move by eps * a, i.e. eps / r RBF widths (1e-5 relative at r = 0.01).
+    delta = mu.to(_F64) - loc.to(_F64)[..., None]
+    a64 = beta_gaussian.half_width_1d(alpha, scale.to(_F64))[..., None]
+    ep, em = ((a64 - delta) / a64).float(), ((a64 + delta) / a64).float()
+    a = a64.float()
+    r = s / a
+    outside = -torch.minimum(ep, em) / r
+    anchored = (outside <= FLOAT32_ANCHOR_OUT).any(-1)
+    if not bool((r <= FLOAT32_CLOSED_MAX_R[k]).all() & anchored.all()):
+        return None
+    rho_g, m1, m2c = getattr(gen, f"window_moments_k{k}")(ep, em, r)
+    m1 = torch.where(ep == em, 0.0, m1)  # odd in the centre: exactly 0 when centred
+    alpha_t = torch.tensor(alpha, dtype=_F64)
+    rho_c = float(gen.rho_constant(alpha_t))
+    cov_c = float(gen.cov_constant(alpha_t))
+    return rho_c * rho_g / a, cov_c * a ** (alpha - 1) * m1, cov_c * a**alpha * m2c
+
+
 class _Attention1D(torch.autograd.Function):
     """rho(loc, scale; mu_j, s_j) with the Prop 3 backward (see the module docstring)."""
 
@@ -166,8 +205,13 @@ class _Attention1D(torch.autograd.Function):
         s: torch.Tensor,
         alpha: float,
     ) -> torch.Tensor:
-        args = [t.to(_F64) for t in (loc, scale, mu, s)]
-        rho, first, centred = _moments_1d(alpha, *args)
+        moments = _float32_moments(alpha, loc, scale, mu, s)
+        if moments is None:
+            args = [t.to(_F64) for t in (loc, scale, mu, s)]
+            moments = _moments_1d(alpha, *args)
+        else:
+            args = [loc, scale, mu, s]
+        rho, first, centred = moments
         ctx.save_for_backward(rho, first, centred, *args)
         ctx.alpha = alpha  # a Python float and a tuple of dtypes: immutable
         ctx.dtypes = tuple(t.dtype for t in (loc, scale, mu, s))
@@ -177,7 +221,7 @@ class _Attention1D(torch.autograd.Function):
     @once_differentiable
     def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> tuple:
         rho, first, centred, loc, scale, mu, s = ctx.saved_tensors
-        g = grad.to(_F64)
+        g = grad.to(rho.dtype)
         var = (scale * scale)[..., None]
         d_loc = g * first / var  # g * d rho / d mu
         d_scale = g * centred / (var * scale[..., None])  # g * d rho / d sigma
