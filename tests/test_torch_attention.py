@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from attention_oracle import row  # noqa: E402
+from peak_memory import peak_mb  # noqa: E402
 
 from torch_bridge import (  # noqa: E402
     ContinuousAttention,
@@ -519,9 +520,6 @@ def test_2d_blocks_change_nothing(monkeypatch):
 def test_2d_memory_is_bounded_by_the_block_size():
     """B = 8000, N = 16, 64 angles, forward + backward: peak memory under 1.1 GB (the
     whole-batch intermediates took 1.9 GB; 3.6 GB at B = 20000)."""
-    import subprocess
-    import sys
-
     code = (
         "import torch\n"
         "from torch_bridge import GaussianRBF, continuous_attention\n"
@@ -531,9 +529,5 @@ def test_2d_memory_is_bounded_by_the_block_size():
         "loc = torch.rand(8000, 2, dtype=F, requires_grad=True)\n"
         "continuous_attention(loc, 0.1 * torch.eye(2, dtype=F), b, 2.0, angles=64).sum()"
         ".backward()\n"
-        # VmHWM: this address space's peak (ru_maxrss would keep the forking parent's)
-        "print(int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) // 1024)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.split()[-1]) < 1100
+    assert peak_mb(code, timeout=300) < 1100

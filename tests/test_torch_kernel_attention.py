@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from peak_memory import peak_mb  # noqa: E402
 from test_kernels import _truth  # noqa: E402
 
 from torch_bridge import GaussianRBF, KernelAttention, kernel_attention  # noqa: E402
@@ -222,9 +223,6 @@ def test_tiny_bandwidth_is_refused_with_a_working_value():
 def test_small_bandwidth_runs_in_bounded_memory():
     """bandwidth 1e-4 on [0, 1] (10^4 panels, 1.6e5 nodes) with gradients, in a subprocess:
     peak memory stays below 700 MB (it was >2.5 GiB at 1e-6 before chunking)."""
-    import subprocess
-    import sys
-
     code = (
         "import torch\n"
         "from torch_bridge import GaussianRBF, kernel_attention\n"
@@ -235,12 +233,8 @@ def test_small_bandwidth_runs_in_bounded_memory():
         " bandwidth=1e-4)\n"
         "r.sum().backward()\n"
         "assert torch.isfinite(g.grad).all()\n"
-        # VmHWM: this address space's peak (ru_maxrss would keep the forking parent's)
-        "print(int(open('/proc/self/status').read().split('VmHWM:')[1].split()[0]) // 1024)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    assert int(done.stdout.split()[-1]) < 700
+    assert peak_mb(code, timeout=600) < 700
 
 
 @pytest.mark.parametrize("kernel", ["gaussian", "laplace"])
