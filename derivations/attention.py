@@ -25,8 +25,11 @@ sparsemax case reduces to radial moments int_0^1 u^j phi((u - c)/r)/r du.
 
 from __future__ import annotations
 
+import dataclasses
+
 import mpmath as mp
 import sympy as sp
+import sympy.stats
 
 from derivations import symbols as S
 from derivations.lemmas import euler_beta, truncated_normal_moment
@@ -238,6 +241,17 @@ def derive_attention() -> KernelSet:
         Kernel(f"gaussian_{name}", (delta, S.scale, s), gaussian[name], doc)
         for name, doc in gaussian_docs.items()
     ]
+    x = sp.Symbol("x", real=True)
+    kernels.append(
+        Kernel(
+            "rbf_pdf",
+            (x, r),
+            sp.stats.density(sp.stats.Normal("X", 0, r))(x),
+            "phi(x / r) / r: the RBF (a centred normal density of standard deviation r).",
+        )
+    )
+    # One module for NumPy and Torch (the array-namespace printer).
+    kernels = [dataclasses.replace(kernel, backends=("xp",)) for kernel in kernels]
     return KernelSet(
         name="attention",
         title="Continuous attention with Gaussian RBFs",

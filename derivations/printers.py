@@ -1,4 +1,4 @@
-"""Code printers for the NumPy and Torch backends.
+"""Code printers for the NumPy, Torch and array-namespace (xp) backends.
 
 One small printer walks the SymPy tree and looks every node up in a typed
 dispatch table (the sympy2jax pattern); user entries override the defaults.
@@ -60,6 +60,7 @@ class Backend:
     functions: Mapping[type, Rule]
     arg_prologue: str | None = None  # "{targets} = f({args})" run on entry
     inf: str = "math.inf"
+    sqrt: str = "torch.sqrt"
 
 
 def _log(name: str, lgamma: str) -> Rule:
@@ -157,6 +158,7 @@ NUMPY = Backend(
     ),
     where="np.where",
     inf="np.inf",
+    sqrt="np.sqrt",
     arg_prologue="{targets} = _special.as_arrays({args})",
     functions={
         sp.exp: _call("np.exp"),
@@ -218,7 +220,38 @@ TORCH = Backend(
     },
 )
 
-BACKENDS: dict[str, Backend] = {"numpy": NUMPY, "torch": TORCH}
+# One module for both: the array namespace xp of the arguments (NumPy or Torch,
+# through array-api-compat), special functions from tsallis.core.arrays.
+ARRAY_API = Backend(
+    name="xp",
+    imports=("import math", "", "from tsallis.core import arrays as _xs"),
+    where="xp.where",
+    arg_prologue="xp, ({targets}) = _xs.arrays({args})",
+    sqrt="xp.sqrt",
+    functions={
+        sp.exp: _call("xp.exp"),
+        sp.log: _log("xp.log", "_xs.lgamma"),
+        sp.Abs: _call("xp.abs"),
+        sp.sign: _call("xp.sign"),
+        sp.erf: _call("_xs.erf"),
+        sp.erfc: _call("_xs.erfc"),
+        sp.loggamma: _call("_xs.lgamma"),
+        expm1: _call("xp.expm1"),
+        log1p: _call("xp.log1p"),
+        exprel: _call("_xs.exprel"),
+        log1prel: _call("_xs.log1prel"),
+        sp.Heaviside: _heaviside("xp.where"),
+        sp.Max: _max_min("xp.maximum", None),
+        sp.Min: _max_min("xp.minimum", None),
+        PositivePart: lambda p, e: f"xp.clip({p.print(e.args[0])}, min=0.0)",
+        NormalMass: _call("_xs.normal_mass"),
+        LogGammaRatio: _call("_xs.lgamma_ratio"),
+        **{f: _call("xp." + f.__name__) for f in _ELEMENTARY},
+        Sanitized: _sanitized("xp.where"),
+    },
+)
+
+BACKENDS: dict[str, Backend] = {"numpy": NUMPY, "torch": TORCH, "xp": ARRAY_API}
 
 _RELATIONS = {
     sp.StrictGreaterThan: ">",
@@ -368,7 +401,7 @@ class BackendPrinter:
         base, exponent = expr.args
         if base is sp.E:
             return self.print(sp.exp(exponent, evaluate=False))
-        sqrt = "np.sqrt" if self.backend.name == "numpy" else "torch.sqrt"
+        sqrt = self.backend.sqrt
         if exponent == sp.S.Half:
             return f"{sqrt}({self.print(base)})"
         if exponent == -sp.S.Half:

@@ -69,8 +69,16 @@ TARGETS: tuple[Target, ...] = (
     Target("discrete", "derivations/discrete.py", "derive_discrete", derive_discrete),
 )
 
-OUTPUT_DIRS = {"numpy": Path("tsallis/_generated"), "torch": Path("torch_bridge/_generated")}
+OUTPUT_DIRS = {
+    "numpy": Path("tsallis/_generated"),
+    "torch": Path("torch_bridge/_generated"),
+    "xp": Path("tsallis/core/_generated"),  # one module for both (array namespace)
+}
 FORMULA_SHEET = Path("derivations/FORMULAS.md")
+
+
+def _backends(result: FamilyDerivation | KernelSet) -> set[str]:
+    return {backend for kernel in result.kernels for backend in kernel.backends}
 
 
 def render_all(names: list[str] | None = None) -> dict[Path, str]:
@@ -84,16 +92,23 @@ def render_all(names: list[str] | None = None) -> dict[Path, str]:
     derived = [(target, target.derive()) for target in chosen]
     files: dict[Path, str] = {}
     for backend, folder in OUTPUT_DIRS.items():
+        # Every face lists every family; the shared (xp) modules are imported from the core.
+        everything = [(t.module, _backends(result)) for t, result in derived]
+        own = [module for module, kinds in everything if backend in kinds]
+        shared = [module for module, kinds in everything if "xp" in kinds and backend != "xp"]
         init = (
             f'"""Generated {backend} closed forms. Do NOT edit: run `tsallis derive`."""\n\n'
-            + "".join(f"from . import {t.module}\n" for t in TARGETS)
+            + "".join(f"from . import {module}\n" for module in own)
+            + "".join(f"from tsallis.core._generated import {module}\n" for module in shared)
             + "\n__all__ = ["
-            + ", ".join(f'"{t.module}"' for t in TARGETS)
+            + ", ".join(f'"{module}"' for module in own + shared)
             + "]\n"
         )
         if names is None:
             files[folder / "__init__.py"] = init
         for target, result in derived:
+            if backend not in _backends(result):
+                continue
             text = render_module(
                 result.title, target.source, target.function, result.kernels, backend
             )

@@ -12,7 +12,7 @@ class Kernel:
     """One expression to emit as a generated function.
 
     ``args`` fixes the generated signature; ``backends`` lists the printers
-    that must emit it ("numpy", "torch").
+    that must emit it ("numpy", "torch", or "xp": one module for both).
     """
 
     name: str

@@ -255,7 +255,7 @@ def test_attention_window_moments_float32():
     """Torch float32 window moments (closed-form regime r <= 1/5, centre at most one RBF
     width outside the support) against NumPy float64, max-relative over the centre c:
     within the issue-3 float32 bounds, 1e-6 for the rho moments (j = 0) and 1e-5 for J."""
-    from tsallis._generated import attention as numpy_attention
+    from tsallis.core._generated import attention as numpy_attention
 
     for r in (0.2, 0.1, 0.03, 0.01, 1e-3):
         c = np.linspace(-1 - r, 1 + r, 201)

@@ -10,7 +10,8 @@ parameters theta1 = Sigma^-1 mu, theta2 = -Sigma^-1 / 2 (1D: mu/sigma^2,
 
 1D (any alpha >= 1). A custom autograd.Function. Forward: rho and the two
 rows of J from the generated closed forms (alpha in {1, 5/4, 4/3, 3/2, 2},
-where well conditioned) or Gauss-Jacobi windows (torch_bridge._window).
+where well conditioned) or Gauss-Jacobi windows (tsallis.core.window, the
+same code the NumPy face runs).
 Backward: J only, with
     d rho/d mu = J_1 / sigma^2,  d rho/d sigma = (J_2 - 2 mu J_1) / sigma^3,
 and, for the basis, translation (d/d mu_j = -d/d mu) and homogeneity of
@@ -32,11 +33,11 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from torch_bridge import _window
-from torch_bridge._generated import attention as gen
 from torch_bridge._generated import beta_gaussian
 from torch_bridge.attention_2d import attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
+from tsallis.core import window
+from tsallis.core._generated import attention as gen
 from tsallis.core.tuning import FLOAT32_ANCHOR_OUT, FLOAT32_CLOSED_MAX_R, closed_k
 from tsallis.core.validation import real_at_least
 
@@ -145,7 +146,7 @@ def _moments_1d(
     r = (sd / a).reshape(-1)
     ep = ((a - delta) / a).reshape(-1)
     em = ((a + delta) / a).reshape(-1)
-    g = _window.window_moments(alpha, ep, em, r, row=mu.shape[0], dense=_dense(loc))
+    g = window.window_moments(alpha, ep, em, r, row=mu.shape[0], dense=_dense(loc))
     alpha_t = torch.tensor(alpha, dtype=_F64, device=loc.device)
     rho_c = gen.rho_constant(alpha_t)
     cov_c = gen.cov_constant(alpha_t)

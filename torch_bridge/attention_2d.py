@@ -20,9 +20,9 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
-from torch_bridge import _window
 from torch_bridge._generated import gaussian, truncated_paraboloid
 from torch_bridge.basis import check_spd
+from tsallis.core import window
 
 _F64 = torch.float64
 MAX_ANGLES = 1 << 14
@@ -107,7 +107,7 @@ def _sparsemax_moments(
     omc = (big_a * big_r - big_b) / (big_a * big_r)
     shape = centre.shape
     dense = loc.device.type != "cpu" or torch.compiler.is_compiling()
-    moments = _window.radial_moments(centre.reshape(-1), omc.reshape(-1), rt.reshape(-1), dense)
+    moments = window.radial_moments(centre.reshape(-1), omc.reshape(-1), rt.reshape(-1), dense)
     base = math.sqrt(2 * math.pi) * rt * torch.exp(-c_res / 2)
     radial = {j: base * big_r ** (j + 1) * moments[f"p{j}"].reshape(shape) for j in (1, 2, 3)}
     # dt = |L| r dr dtheta, times the RBF normalizer 1 / (2 pi |L_j|)

@@ -5,16 +5,15 @@ cov_{p,2-alpha}(phi, psi) (Prop 3, eq 18), for p the alpha-entmax of
 f(t) = theta^T phi(t), phi = [t, t^2] in 1D and [t, vec(t t^T)] in D dims.
 
 1D (any alpha >= 1). p is a beta-Gaussian with half-width a; every
-integral is a window moment G(m, j) (derivations/attention.py). Per element:
+integral is a window moment G(m, j) (derivations/attention.py), computed in
+float64 by tsallis.core.window, the same code the Torch ops run. Per element:
 
 - alpha = 1: the generated Gaussian-product closed forms (Alg 1);
 - alpha in {2, 3/2, 4/3, 5/4} and a well-conditioned element: the generated
   erf/exp closed form of G;
-- otherwise (support narrower than about 5 RBF widths, where the closed form
-  cancels like (s/a)^2; an RBF centre far outside the support; any other
-  alpha): Gauss-Jacobi on the window where the integrand is within e^-80 of
-  its peak, with the escort weight (1 - u^2)^(k-1) carried by the rule at
-  each support edge inside that window.
+- otherwise: a wide-RBF expansion, one Gauss-Jacobi rule shared by the row,
+  or Gauss-Jacobi on the element's window where the integrand is within
+  e^-80 of its peak (thresholds in tsallis.core.tuning).
 
 D dims: alpha = 1 (Alg 1), and alpha = 2 for D = 2 (polar coordinates: the
 generated radial closed form, and the periodic trapezoid in the angle).
@@ -23,18 +22,15 @@ generated radial closed form, and the periodic trapezoid in the angle).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tsallis._generated import attention as gen
 from tsallis._generated import beta_gaussian, gaussian, truncated_paraboloid
 from tsallis.core import validation as check
-from tsallis.core.rules import window_rule
-from tsallis.core.tuning import SMOOTH_EXPONENT, closed_k
+from tsallis.core import window
+from tsallis.core._generated import attention as gen
 from tsallis.quadrature import PeriodicTrapezoid
 
 __all__ = ["GaussianRBF", "jacobian", "rho", "ridge_value_function"]
@@ -42,23 +38,9 @@ __all__ = ["GaussianRBF", "jacobian", "rho", "ridge_value_function"]
 FloatArray = NDArray[np.floating]
 RhoJac = tuple[FloatArray, FloatArray | None]  # rho, and J when asked
 
-# The closed form of G is used when r = s/a <= 1/_MIN_SUPPORT_RATIO and the
-# RBF centre lies at most _MAX_OUTSIDE RBF widths outside the support. Measured
-# in float32 at r = 1/5: within 3e-7 (rho) and 1.9e-6 (the J combination); at
-# r = 1/2 the k = 4 form loses 2.6e-4.
-_MIN_SUPPORT_RATIO = 5.0
-_MAX_OUTSIDE = 1.0
-# Gauss-Jacobi window: where log[(1 - u^2)^m phi] is within _WINDOW_EXP of its
-# peak on the support; _WINDOW_NODES nodes per element.
-_WINDOW_EXP = 80.0
-_WINDOW_NODES = 64
-# An edge closer to the window than _EDGE_PULL times its length joins it (and the
-# rule takes its (1 -+ u)^m); a farther edge is a singularity at least that far.
-_EDGE_PULL = 0.25
 # 2D sparsemax: nodes of the periodic trapezoid in the angle (at least, at most).
 ANGLE_NODES = 64
 MAX_ANGLE_NODES = 1 << 14
-_CHUNK = 1 << 15
 _CHUNK_2D = 1 << 20  # values (rows x N x angles) per intermediate of the 2D moments
 
 
@@ -158,242 +140,18 @@ def _inputs_1d(
 # ---------------------------------------------------------------- 1D window moments
 
 
-@lru_cache(maxsize=64)
-def _window_rules(n: int, m: float, dtype: str) -> dict[tuple[bool, bool], tuple[FloatArray, ...]]:
-    """Gauss-Jacobi nodes for each (left edge, right edge) in the window.
-
-    Returned per configuration: xi, 1 + xi, 1 - xi and the weights of
-    (1 - xi)^(m R) (1 + xi)^(m L) on [-1, 1]. Symmetric rules are made exactly
-    mirror-symmetric, so an odd moment of a centred RBF sums to exactly 0.
-    """
-    rules = {}
-    for left in (False, True):
-        for right in (False, True):
-            xi, w = window_rule(n, m, left, right)
-            if left == right:
-                xi, w = (xi - xi[::-1]) / 2, (w + w[::-1]) / 2
-            one_plus = 1 + xi
-            one_minus = one_plus[::-1] if left == right else 1 - xi
-            rules[(left, right)] = tuple(
-                np.asarray(v, dtype=dtype) for v in (xi, one_plus, one_minus, w)
-            )
-    return rules
-
-
-def _mirror_sum(values: FloatArray) -> FloatArray:
-    """Sum over the last axis adding node i to node n-1-i first."""
-    n = values.shape[-1]
-    return (values[..., : n // 2] + values[..., ::-1][..., : n // 2]).sum(-1)
-
-
-def _bisect(f: Callable[[NDArray], NDArray], lo: NDArray, hi: NDArray, increasing: bool) -> NDArray:
-    """Elementwise root of a monotone f on [lo, hi] (float64, 100 halvings).
-
-    Fewer halvings (50) were measured to move the alpha = 1.01 Jacobian by 1e-12:
-    the 64-node rule is tuned to the window, so its ends are solved fully.
-    """
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        above = f(mid) > 0
-        if increasing:
-            hi, lo = np.where(above, mid, hi), np.where(above, lo, mid)
-        else:
-            lo, hi = np.where(above, mid, lo), np.where(above, hi, mid)
-    return (lo + hi) / 2
-
-
-def _level_window(ep: NDArray, em: NDArray, r: NDArray, m: float) -> tuple[NDArray, NDArray]:
-    """Where log[(1 - u^2)^m phi(y)] is within _WINDOW_EXP of its peak, in y = (u - c)/r.
-
-    g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave for m >= 0 (so the
-    level set is one interval, found by bisection); for m = 0 it is explicit.
-    """
-    edge_lo, edge_hi = -em / r, ep / r
-    if m == 0:
-        peak = np.clip(0.0, edge_lo, edge_hi)
-        reach = np.sqrt(peak**2 + 2 * _WINDOW_EXP)
-        return np.maximum(edge_lo, -reach), np.minimum(edge_hi, reach)
-    with np.errstate(divide="ignore", invalid="ignore"):
-
-        def slope(y: NDArray) -> NDArray:
-            return m * r * (1 / (em + r * y) - 1 / (ep - r * y)) - y
-
-        def g(y: NDArray) -> NDArray:
-            inside = np.maximum((ep - r * y) * (em + r * y), 0)
-            return m * np.log(inside) - y * y / 2
-
-        peak = _bisect(slope, edge_lo.copy(), edge_hi.copy(), increasing=False)
-        level = g(peak) - _WINDOW_EXP
-        lo = _bisect(lambda y: g(y) - level, edge_lo.copy(), peak.copy(), increasing=True)
-        hi = _bisect(lambda y: g(y) - level, peak.copy(), edge_hi.copy(), increasing=False)
-    return lo, hi
-
-
-def _peak_window(ep: FloatArray, em: FloatArray, r: FloatArray, m: float) -> dict[str, NDArray]:
-    """The integration window in y for exponents max(m, 0) and m + 1 (their union).
-
-    An edge within a quarter of the window length joins it (``left``/``right``);
-    gap_lo, gap_hi are 1 + u and 1 - u at the window ends (0 at a joined edge).
-    Computed in float64; the caller casts.
-    """
-    ep, em, r = (np.asarray(v, dtype=np.float64) for v in (ep, em, r))
-    lo_a, hi_a = _level_window(ep, em, r, max(m, 0.0))
-    lo_b, hi_b = _level_window(ep, em, r, m + 1)
-    lo, hi = np.minimum(lo_a, lo_b), np.maximum(hi_a, hi_b)
-    margin = _EDGE_PULL * (hi - lo)
-    # m >= SMOOTH_EXPONENT: no edge is joined; the escort vanishes to order m there.
-    joins = m < SMOOTH_EXPONENT
-    left = (lo + em / r <= margin) & joins
-    right = (ep / r - hi <= margin) & joins
-    lo = np.where(left, -em / r, lo)
-    hi = np.where(right, ep / r, hi)
-    return {
-        "left": left,
-        "right": right,
-        "half": (hi - lo) / 2,
-        "mid": (hi + lo) / 2,
-        "gap_lo": np.where(left, 0.0, em + r * lo),
-        "gap_hi": np.where(right, 0.0, ep - r * hi),
-    }
-
-
-def _wide_moments(
-    c: FloatArray, r: FloatArray, m: float, second: float, mass: float
-) -> dict[str, FloatArray]:
-    """Window moments when the RBF is wide (|u (u - 2c)| / (2 r^2) <= 1 on the support).
-
-    phi((u - c)/r) = phi(c/r) e^(p + q), p = -u^2/(2 r^2), q = u c / r^2. The
-    escort integrates u and u^2 - v to exactly 0, so only e^(p+q) - 1 counts;
-    its even and odd parts over mirrored nodes are formed by expm1, cosh and
-    sinh, and keep the O(1/r^2) moments exact. ``mass`` = int (1 - u^2)^(m+1).
-    """
-    dtype = c.dtype
-    xi, _, _, w = _window_rules(_WINDOW_NODES, m, dtype.name)[(True, True)]
-    n = xi.size // 2
-    u, w = xi[:n], w[:n]  # u < 0; each node stands for itself and its mirror -u
-    cc, rr = c[:, None], r[:, None]
-    p = -(u * u) / (2 * rr * rr)
-    q = u * cc / (rr * rr)
-    even = 2 * (np.expm1(p) * np.cosh(q) + 2 * np.sinh(q / 2) ** 2)  # e^(p+q) + e^(p-q) - 2
-    odd = 2 * np.exp(p) * np.sinh(q)  # e^(p+q) - e^(p-q)
-    scale = np.exp(-((c / r) ** 2) / 2) / (math.sqrt(2 * math.pi) * r)
-    return {
-        "rho": scale * (mass + (w * (1 - u * u) * even).sum(-1)),
-        "m1": scale * (w * u * odd).sum(-1),
-        "m2c": scale * (w * (u * u - second) * even).sum(-1),
-    }
-
-
-def _window_quadrature(
-    ep: FloatArray, em: FloatArray, r: FloatArray, m: float, second: float, radial: bool = False
-) -> dict[str, FloatArray]:
-    """Gauss-Jacobi window moments: G(m+1, 0), G(m, 1), G(m, 2) - second G(m, 0).
-
-    Keys rho, m1, m2c; ``second`` is the escort's E[u^2]. With ``radial``
-    (m = 0) the keys are p1, p2, p3: int ((1+u)/2)^j phi du, i.e. the moments
-    of [0, 1] mapped onto [-1, 1].
-
-    All arrays are flat. The window is |y| <= R_y in RBF units y = (u - c)/r,
-    R_y^2 = (distance outside)^2 + 2 E; a support edge closer to the window
-    than R_y is pulled in, and the rule then carries (1 -+ u)^m at that edge.
-    Widths and 1 +- u are formed from the edge distances, never as differences
-    of large numbers.
-    """
-    dtype = ep.dtype
-    window = _peak_window(ep, em, r, m)
-    left, right = window["left"], window["right"]
-    half, mid = window["half"].astype(dtype), window["mid"].astype(dtype)
-    gap_lo, gap_hi = window["gap_lo"].astype(dtype), window["gap_hi"].astype(dtype)
-    centre = (em - ep) / 2  # c
-    keys = ("p1", "p2", "p3") if radial else ("rho", "m1", "m2c")
-    out = {key: np.zeros_like(ep) for key in keys}
-    wide = np.zeros(ep.shape, dtype=bool)
-    if not radial:
-        # the whole support is its window (both edges joined when m < SMOOTH_EXPONENT)
-        wide = (1 + 2 * np.abs(centre)) <= 2 * r * r
-        if wide.any():
-            mass = float(1 / gen.rho_constant(1 + 1 / (m + 1)))
-            part = _wide_moments(centre[wide], r[wide], m, second, mass)
-            for key in keys:
-                out[key][wide] = part[key]
-    for config, (xi, one_plus, one_minus, w) in _window_rules(_WINDOW_NODES, m, dtype.name).items():
-        sel = (left == config[0]) & (right == config[1]) & ~wide
-        if not sel.any():
-            continue
-        h, rr = half[sel, None], r[sel, None]
-        if config == (True, True):  # the whole support: u = xi exactly
-            plus, minus, u, h = one_plus, one_minus, xi, 1 / rr
-        y = mid[sel, None] + h * xi
-        if config != (True, True):
-            plus = gap_lo[sel, None] + rr * h * one_plus  # 1 + u, from the near end
-            minus = gap_hi[sel, None] + rr * h * one_minus  # 1 - u
-            u = (plus - minus) / 2  # c + r y would cancel when |c| >> 1
-        weight = w * h
-        if m >= SMOOTH_EXPONENT:  # (1 - u^2)^m in log space: pow would lose m * eps
-            weight = weight * np.exp(m * log_escort(plus, minus))
-        elif m != 0 and config != (True, True):
-            scaled_plus = plus / one_plus if config[0] else plus
-            scaled_minus = minus / one_minus if config[1] else minus
-            weight = weight * (scaled_plus * scaled_minus) ** m
-        weight = weight * np.exp(-(y**2) / 2) / math.sqrt(2 * math.pi)
-        if radial:
-            for j in (1, 2, 3):
-                out[f"p{j}"][sel] = _mirror_sum(weight * (plus / 2) ** j)
-            continue
-        out["rho"][sel] = _mirror_sum(weight * plus * minus)
-        out["m1"][sel] = _mirror_sum(weight * u)
-        out["m2c"][sel] = _mirror_sum(weight * (u * u - second))
-    return out
-
-
-def log_escort(plus: NDArray, minus: NDArray) -> NDArray:
-    """log((1 + u)(1 - u)) from 1 + u and 1 - u, accurate to a few ulps absolute.
-
-    log1p(-u^2) near the centre (u = (plus - minus) / 2), the two logs near an edge.
-    """
-    u = (plus - minus) / 2
-    with np.errstate(divide="ignore"):
-        return np.where(np.abs(u) < 0.5, np.log1p(-u * u), np.log(plus) + np.log(minus))
-
-
-_CLOSED_KERNELS = {
-    m: tuple(getattr(gen, f"window_m{m}_j{j}", None) for j in (0, 1, 2)) for m in range(5)
-}
-
-
 def _window_moments_1d(
-    alpha: float, a: FloatArray, delta: FloatArray, s: FloatArray, jac: bool
+    alpha: float, a: FloatArray, delta: FloatArray, s: FloatArray, row: int
 ) -> dict[str, FloatArray]:
-    """rho: G(k, 0); m1: G(k-1, 1); m2c: G(k-1, 2) - v G(k-1, 0). Flat inputs."""
-    r = s / a
-    ep = (a - delta) / a
-    em = (a + delta) / a
-    k = closed_k(alpha)
-    m = 1 / (alpha - 1) - 1  # escort exponent k - 1
-    second = float(gen.escort_u2(alpha))
-    out = {key: np.empty_like(r) for key in ("rho", "m1", "m2c")}
-    if k is not None:
-        closed = (r * _MIN_SUPPORT_RATIO <= 1) & (np.minimum(ep, em) >= -_MAX_OUTSIDE * r)
-    else:
-        closed = np.zeros(r.shape, dtype=bool)
-    if closed.any():
-        # Double-where: the closed form only ever sees its own elements.
-        e1, e2, rr = ep[closed], em[closed], r[closed]
-        out["rho"][closed] = _CLOSED_KERNELS[k][0](e1, e2, rr)
-        if jac:
-            g0, g1, g2 = (kernel(e1, e2, rr) for kernel in _CLOSED_KERNELS[k - 1])
-            # G(m, 1) is odd under ep <-> em: antisymmetrize, so that a centred
-            # RBF gives exactly 0 rather than the rounding of two equal halves.
-            g1 = (g1 - _CLOSED_KERNELS[k - 1][1](e2, e1, rr)) / 2
-            out["m1"][closed] = g1
-            out["m2c"][closed] = g2 - second * g0
-    rest = np.flatnonzero(~closed)
-    for start in range(0, rest.size, _CHUNK):
-        idx = rest[start : start + _CHUNK]
-        part = _window_quadrature(ep[idx], em[idx], r[idx], m, second)
-        for key in out:
-            out[key][idx] = part[key]
-    return out
+    """rho: G(k, 0); m1: G(k-1, 1); m2c: G(k-1, 2) - v G(k-1, 0), in float64.
+
+    The regimes are tsallis.core.window's (the code the Torch ops run); the edge
+    distances are formed here from the half-width a and delta = mu_j - loc.
+    """
+    a, delta, s = (np.asarray(v, dtype=np.float64).ravel() for v in (a, delta, s))
+    return window.window_moments(
+        alpha, (a - delta) / a, (a + delta) / a, s / a, row=row, dense=False
+    )
 
 
 def _rho_jacobian_1d(
@@ -414,7 +172,7 @@ def _rho_jacobian_1d(
     a = np.broadcast_to(beta_gaussian.half_width_1d(alpha, scale)[..., None], delta.shape)
     a = a.astype(dtype, copy=False)
     shape = delta.shape
-    g = _window_moments_1d(alpha, a.ravel(), delta.ravel(), s.ravel(), jac)
+    g = _window_moments_1d(alpha, a, delta, s, row=basis.size)
     g = {key: v.reshape(shape) for key, v in g.items()}
     rho_ = gen.rho_constant(alpha) * g["rho"] / a
     rho_ = rho_.astype(dtype, copy=False)
@@ -490,23 +248,10 @@ def _gaussian_nd(loc: FloatArray, scale: FloatArray, basis: GaussianRBF, jac: bo
 
 
 def _radial_moments(c: FloatArray, omc: FloatArray, rt: FloatArray) -> dict[int, FloatArray]:
-    """int_0^1 u^j phi((u - c)/rt)/rt du, j = 1, 2, 3 (elementwise, flat).
-
-    The generated closed form where it is well conditioned; elsewhere the
-    Gauss-Legendre window of the 1D case, on [0, 1] mapped to [-1, 1].
-    """
-    closed = (rt * _MIN_SUPPORT_RATIO <= 1) & (np.minimum(c, omc) >= -_MAX_OUTSIDE * rt)
-    out = {j: np.empty_like(c) for j in (1, 2, 3)}
-    kernels = {1: gen.radial_j1, 2: gen.radial_j2, 3: gen.radial_j3}
-    for j in out:
-        out[j][closed] = kernels[j](c[closed], omc[closed], rt[closed])
-    rest = np.flatnonzero(~closed)
-    for start in range(0, rest.size, _CHUNK):
-        idx = rest[start : start + _CHUNK]
-        part = _window_quadrature(2 * omc[idx], 2 * c[idx], 2 * rt[idx], 0.0, 0.0, radial=True)
-        for j in out:
-            out[j][idx] = part[f"p{j}"]
-    return out
+    """int_0^1 u^j phi((u-c)/rt)/rt du, j = 1, 2, 3 (flat; tsallis.core.window, float64)."""
+    args = (np.asarray(v, dtype=np.float64) for v in (c, omc, rt))
+    moments = window.radial_moments(*args, dense=False)
+    return {j: moments[f"p{j}"].astype(c.dtype, copy=False) for j in (1, 2, 3)}
 
 
 def _angle_nodes(loc: FloatArray, chol: FloatArray, basis: GaussianRBF) -> int:
@@ -632,7 +377,8 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
 
     1D: ``loc`` and ``scale`` (= sigma, the attention density has score
     -(t - loc)^2 / (2 sigma^2)) broadcast to (...). D dims: ``loc`` (..., D),
-    ``scale`` = Sigma (..., D, D). float32 input is computed in float32.
+    ``scale`` = Sigma (..., D, D). float32 input is computed in float64 where
+    the window moments need it and returned as float32.
     """
     return _evaluate(alpha, loc, scale, basis, jac=False)[0]
 

@@ -1,7 +1,12 @@
 """The shared numerical core: what the NumPy face (tsallis) and the Torch face
 (torch_bridge) both run.
 
-- ``tuning``: the regime thresholds shared by both backends.
+- ``arrays``: the array-namespace layer (array-api-compat) and the special
+  functions the array API lacks, for NumPy arrays and Torch tensors alike.
+- ``window``: 1D window moments and 2D radial moments of continuous attention,
+  written once against that namespace (both faces run it).
+- ``_generated``: closed forms printed once for the array namespace.
+- ``tuning``: the regime thresholds and node counts shared by both backends.
 - ``rules``: Gauss-Legendre and Gauss-Jacobi tables (any exponent).
 - ``special``: the special-function table of the generated NumPy code.
 - ``validation``: argument checks with ValueError/TypeError naming the argument.

@@ -1,18 +1,19 @@
 """One table of the regime thresholds that both backends share.
 
 Every constant here was chosen by measurement; the comment next to it says
-what was measured. Backend-specific node counts and chunk sizes still live
-with their algorithm (tsallis.attention, torch_bridge._window, torch_bridge.kernel)
-until those algorithms are merged into the core.
+what was measured. The 1D window moments and 2D radial moments
+(tsallis.core.window) read all of theirs from here; the kernel-family panels
+(torch_bridge.kernel) and the discrete maps still keep their own.
 """
 
 from __future__ import annotations
 
 __all__ = [
     "CLOSED_FORM_K",
+    "CLOSED_MAX_OUT",
+    "CLOSED_MAX_R",
     "FLOAT32_ANCHOR_OUT",
     "FLOAT32_CLOSED_MAX_R",
-    "GEGENBAUER_MIN",
     "SMOOTH_EXPONENT",
     "STIRLING_MIN",
     "closed_k",
@@ -24,11 +25,6 @@ __all__ = [
 # power (Gauss-Jacobi). Above it Gauss-Jacobi is also unusable: scipy's weights
 # for (1 -+ x)^k overflow for k above about 1000, i.e. alpha - 1 below 1e-3.
 SMOOTH_EXPONENT = 32.0
-
-# Symmetric Gauss-Jacobi (Gegenbauer) rules above this exponent come from
-# Golub-Welsch (tsallis.core.rules): scipy's weights are NaN for a = 1e6
-# (accurate up to 1e5, measured).
-GEGENBAUER_MIN = 1000.0
 
 # log Gamma(x + h) - log Gamma(x) by Stirling's series (tsallis.core.special) from
 # x >= STIRLING_MIN: eight terms leave < 2e-18 there; below it, log-gamma values.
@@ -57,3 +53,43 @@ FLOAT32_CLOSED_MAX_R = {1: 2.0, 2: 0.5, 3: 0.2, 4: 0.2}
 # outside the support, so that the row's largest moment is one the closed form
 # gets to float32 precision (a row whose RBFs are all far away takes float64).
 FLOAT32_ANCHOR_OUT = 2.0
+
+
+# ---------------------------------------------------------------- window moments
+# (tsallis.core.window; r = RBF width / support half-width)
+
+# The closed form (evaluated in float64) is used when r <= CLOSED_MAX_R[k] and the
+# RBF centre lies at most CLOSED_MAX_OUT[k] RBF widths outside the support: there
+# its elementwise relative error is <= 3e-13 (measured against the Gauss-Jacobi
+# windows over r and the centre). Farther out it is kept where its measured
+# relative error, below 1e-16 (1 + d)^(2k+3) max(1, 5r)^(k-1) (d widths out,
+# k = 1..4, d <= 16, r <= 2), is negligible within the row.
+CLOSED_MAX_R = {1: 2.0, 2: 0.5, 3: 0.2, 4: 0.2}
+CLOSED_MAX_OUT = {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
+# The row-shared rule: SHARED_NODES Gauss-Jacobi nodes (SHARED_NODES_WIDE when every
+# RBF in the row is at least SHARED_WIDE_R wide: measured as accurate) for RBFs at
+# least SHARED_MIN_R half-widths wide; measured absolute error <= 1e-16 / r for
+# centres up to SHARED_MAX_OUT widths outside (alpha = 1.01, 1.2, 3).
+SHARED_NODES = 64
+SHARED_NODES_WIDE = 32
+SHARED_WIDE_R = 0.2
+SHARED_MIN_R = 0.1
+SHARED_MAX_OUT = 8.0
+# 2D sparsemax radial moments: closed form up to this RBF width (support units),
+# measured within 1.1e-13 of Gauss-Legendre windows (centres up to 8 widths out);
+# Gauss-Legendre with RADIAL_NODES nodes on [0, 1] beyond.
+RADIAL_MAX_R = 2.0
+RADIAL_NODES = 16
+# Gauss-Jacobi window of one element: where the integrand is within e^-WINDOW_EXP
+# of its peak on the support, WINDOW_NODES nodes; an edge closer to the window
+# than EDGE_PULL times its length joins it (the rule then carries (1 -+ u)^m).
+# The peak: PEAK_STEPS safeguarded Newton steps; each window end LEVEL_STEPS
+# Newton steps from outside (concavity keeps them outside).
+WINDOW_EXP = 80.0
+WINDOW_NODES = 64
+EDGE_PULL = 0.25
+PEAK_STEPS = 12
+LEVEL_STEPS = 10
+# Elements per piece of the node-heavy branches, and of the elementwise closed forms.
+NODE_CHUNK = 1 << 15
+CLOSED_CHUNK = 1 << 21
