@@ -91,7 +91,13 @@ def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, 
         device = floating[0].device
     else:
         dtype, device = xp.asarray(0.0).dtype, tensors[0].device  # the default floating dtype
-    return xp, tuple(xp.asarray(v, dtype=dtype, device=device) for v in values)
+    out = tuple(
+        v
+        if is_torch_array(v) and v.dtype == dtype and v.device == device  # as is: no copy
+        else xp.asarray(v, dtype=dtype, device=device)
+        for v in values
+    )
+    return xp, out
 
 
 def constant(value: float, like: Array) -> Array:
