@@ -142,18 +142,9 @@ def _moments_1d(
             gen.gaussian_second(delta, sc, sd),
         )
     a = beta_gaussian.half_width_1d(alpha, scale)[..., None].expand_as(delta)
-    shape = delta.shape
-    r = (sd / a).reshape(-1)
-    ep = ((a - delta) / a).reshape(-1)
-    em = ((a + delta) / a).reshape(-1)
+    ep, em, r = (v.reshape(-1) for v in window.support_units(a, delta, sd))
     g = window.window_moments(alpha, ep, em, r, row=mu.shape[0], dense=_dense(loc))
-    alpha_t = torch.tensor(alpha, dtype=_F64, device=loc.device)
-    rho_c = gen.rho_constant(alpha_t)
-    cov_c = gen.cov_constant(alpha_t)
-    rho = rho_c * g["rho"].reshape(shape) / a
-    first = a ** (alpha - 1) * cov_c * g["m1"].reshape(shape)
-    centred = a**alpha * cov_c * g["m2c"].reshape(shape)
-    return rho, first, centred
+    return window.attention_moments(alpha, a, {key: v.reshape(a.shape) for key, v in g.items()})
 
 
 def _float32_moments(
@@ -179,19 +170,14 @@ def _float32_moments(
     # would move by eps * a, i.e. eps / r RBF widths (1e-5 relative at r = 0.01).
     delta = mu.to(_F64) - loc.to(_F64)[..., None]
     a64 = beta_gaussian.half_width_1d(alpha, scale.to(_F64))[..., None]
-    ep, em = ((a64 - delta) / a64).float(), ((a64 + delta) / a64).float()
+    ep, em, _ = (v.float() for v in window.support_units(a64, delta, a64))
     a = a64.float()
     r = s / a
     outside = -torch.minimum(ep, em) / r
     anchored = (outside <= FLOAT32_ANCHOR_OUT).any(-1)
     if not bool((r <= FLOAT32_CLOSED_MAX_R[k]).all() & anchored.all()):
         return None
-    rho_g, m1, m2c = getattr(gen, f"window_moments_k{k}")(ep, em, r)
-    m1 = torch.where(ep == em, 0.0, m1)  # odd in the centre: exactly 0 when centred
-    alpha_t = torch.tensor(alpha, dtype=_F64)
-    rho_c = float(gen.rho_constant(alpha_t))
-    cov_c = float(gen.cov_constant(alpha_t))
-    return rho_c * rho_g / a, cov_c * a ** (alpha - 1) * m1, cov_c * a**alpha * m2c
+    return window.attention_moments(alpha, a, window.closed_moments(k, ep, em, r))
 
 
 class _Attention1D(torch.autograd.Function):

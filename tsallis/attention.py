@@ -140,20 +140,6 @@ def _inputs_1d(
 # ---------------------------------------------------------------- 1D window moments
 
 
-def _window_moments_1d(
-    alpha: float, a: FloatArray, delta: FloatArray, s: FloatArray, row: int
-) -> dict[str, FloatArray]:
-    """rho: G(k, 0); m1: G(k-1, 1); m2c: G(k-1, 2) - v G(k-1, 0), in float64.
-
-    The regimes are tsallis.core.window's (the code the Torch ops run); the edge
-    distances are formed here from the half-width a and delta = mu_j - loc.
-    """
-    a, delta, s = (np.asarray(v, dtype=np.float64).ravel() for v in (a, delta, s))
-    return window.window_moments(
-        alpha, (a - delta) / a, (a + delta) / a, s / a, row=row, dense=False
-    )
-
-
 def _rho_jacobian_1d(
     alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF, jac: bool
 ) -> RhoJac:
@@ -169,20 +155,21 @@ def _rho_jacobian_1d(
         first = gen.gaussian_first(delta, sc, s)
         second = gen.gaussian_second(delta, sc, s) + 2 * loc[..., None] * first
         return r, np.stack([first, second], axis=-2)
-    a = np.broadcast_to(beta_gaussian.half_width_1d(alpha, scale)[..., None], delta.shape)
-    a = a.astype(dtype, copy=False)
-    shape = delta.shape
-    g = _window_moments_1d(alpha, a, delta, s, row=basis.size)
-    g = {key: v.reshape(shape) for key, v in g.items()}
-    rho_ = gen.rho_constant(alpha) * g["rho"] / a
-    rho_ = rho_.astype(dtype, copy=False)
+    # The window moments (tsallis.core.window, the code the Torch ops run) in float64.
+    delta64 = basis.mu.astype(np.float64) - loc.astype(np.float64)[..., None]
+    a = beta_gaussian.half_width_1d(alpha, scale.astype(np.float64))[..., None]
+    a = np.broadcast_to(a, delta64.shape)
+    s64 = np.broadcast_to(basis.sigma.astype(np.float64), delta64.shape)
+    ep, em, r = (v.ravel() for v in window.support_units(a, delta64, s64))
+    g = window.window_moments(alpha, ep, em, r, row=basis.size, dense=False)
+    rho_, first, second = window.attention_moments(
+        alpha, a, {key: v.reshape(a.shape) for key, v in g.items()}
+    )
     if not jac:
-        return rho_, None
-    cov = gen.cov_constant(alpha)
-    first = a ** (alpha - 1) * cov * g["m1"]
-    second = a**alpha * cov * g["m2c"]
-    second = second + 2 * loc[..., None] * first
-    return rho_, np.stack([first, second], axis=-2).astype(dtype, copy=False)
+        return rho_.astype(dtype, copy=False), None
+    second = second + 2 * loc.astype(np.float64)[..., None] * first
+    jac_ = np.stack([first, second], axis=-2)
+    return rho_.astype(dtype, copy=False), jac_.astype(dtype, copy=False)
 
 
 # ---------------------------------------------------------------- D dims

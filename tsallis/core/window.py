@@ -33,7 +33,13 @@ from tsallis.core import tuning as T
 from tsallis.core._generated import attention as gen
 from tsallis.core.rules import gauss_jacobi, legendre_unit, window_rule
 
-__all__ = ["radial_moments", "window_moments"]
+__all__ = [
+    "attention_moments",
+    "closed_moments",
+    "radial_moments",
+    "support_units",
+    "window_moments",
+]
 
 Array = Any
 Moments = dict[str, Array]
@@ -363,6 +369,34 @@ def _numpy_quiet(function: Callable[..., Moments]) -> Callable[..., Moments]:
     return run
 
 
+def support_units(a: Array, delta: Array, s: Array) -> tuple[Array, Array, Array]:
+    """(ep, em, r) = ((a - delta)/a, (a + delta)/a, s/a): an RBF of width s centred
+    delta = mu_j - loc from the centre of a support of half-width a, in support units."""
+    return (a - delta) / a, (a + delta) / a, s / a
+
+
+def closed_moments(k: int, ep: Array, em: Array, r: Array) -> Moments:
+    """The generated closed form of the window moments for alpha = 1 + 1/k (any dtype).
+
+    m1 is odd in the centre: exactly 0 for a centred RBF (rounding would leave
+    ~1e-17, large against a row whose other RBFs are all far away).
+    """
+    xp = _xs.namespace(r)
+    rho, m1, m2c = getattr(gen, f"window_moments_k{k}")(ep, em, r)
+    return {"rho": rho, "m1": xp.where(ep == em, 0.0, m1), "m2c": m2c}
+
+
+def attention_moments(alpha: float, a: Array, g: Moments) -> tuple[Array, Array, Array]:
+    """(rho, J_1, J_2 - 2 mu J_1) of continuous attention from the window moments g.
+
+    a is the beta-Gaussian's half-width (broadcast like g's values); the
+    constants are 0-dim float64 arrays, so the result keeps a's dtype in Torch.
+    """
+    alpha_c = _xs.constant(alpha, a)
+    rho_c, cov_c = gen.rho_constant(alpha_c), gen.cov_constant(alpha_c)
+    return rho_c * g["rho"] / a, a ** (alpha - 1) * cov_c * g["m1"], a**alpha * cov_c * g["m2c"]
+
+
 @_numpy_quiet
 def window_moments(alpha: float, ep: Array, em: Array, r: Array, row: int, dense: bool) -> Moments:
     """rho = G(k, 0), m1 = G(k-1, 1), m2c = G(k-1, 2) - E_escort[u^2] G(k-1, 0).
@@ -399,13 +433,9 @@ def window_moments(alpha: float, ep: Array, em: Array, r: Array, row: int, dense
     done = xp.zeros_like(r, dtype=xp.bool)
     if k is not None:
         narrow = r <= T.CLOSED_MAX_R[k]
-        kernel = getattr(gen, f"window_moments_k{k}")
 
         def closed_form(e1: Array, e2: Array, rr: Array) -> Moments:
-            rho, m1, m2c = kernel(e1, e2, rr)
-            # m1 is odd in the centre: exactly 0 for a centred RBF (rounding would leave
-            # ~1e-17, large against a row whose other RBFs are all far away).
-            return {"rho": rho, "m1": xp.where(e1 == e2, 0.0, m1), "m2c": m2c}
+            return closed_moments(k, e1, e2, rr)
 
         _fill(out, narrow, closed_form, (ep, em, r), (1.0, 1.0, 0.1), dense, T.CLOSED_CHUNK)
         bound = (1 + outside) ** (2 * k + 3) * xp.clip(5 * r, min=1.0) ** (k - 1)
