@@ -98,3 +98,25 @@ def test_torch_op_runs_on_meta_tensors(alpha):
     out.sum().backward()
     assert loc.grad.shape == (16,) and scale.grad.shape == (16,)
     assert basis.mu.grad.shape == (8,) and basis.sigma.grad.shape == (8,)
+
+
+def test_compile_right_after_the_first_eager_call():
+    """The node tables are built by the eager call (even for regimes it did not use) so
+    that torch.compile(fullgraph=True) never has to build one: with an empty table cache,
+    one eager call, then the compiled op equals eager (float64: 1e-12)."""
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    window._TABLES.clear()
+    torch._dynamo.reset()
+    basis = GaussianRBF(
+        torch.linspace(0, 1, 8, dtype=torch.float64), torch.full((8,), 0.1).double()
+    )
+    loc = torch.linspace(0.1, 0.9, 6, dtype=torch.float64)
+    scale = torch.full((6,), 0.1, dtype=torch.float64)
+
+    def f(loc, scale):
+        return continuous_attention(loc, scale, basis, 2.0)
+
+    eager = f(loc, scale)
+    compiled = torch.compile(f, fullgraph=True)(loc, scale)
+    assert torch.allclose(compiled, eager, rtol=1e-12, atol=1e-15)

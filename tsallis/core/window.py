@@ -426,6 +426,12 @@ def window_moments(alpha: float, ep: Array, em: Array, r: Array, row: int, dense
     xp = _xs.namespace(r)
     k = T.closed_k(alpha)
     m = 1 / (alpha - 1) - 1
+    # Every node table this alpha can use, built now: an eager call fills them for a
+    # later torch.compile, which reads them as constants (building one there would
+    # trace NumPy and break the graph).
+    _cached(("window", m), r, lambda: _window_tables(m))
+    for n in (T.SHARED_NODES, T.SHARED_NODES_WIDE):
+        _cached(("shared", m, n), r, lambda n=n: _shared_tables(m, n))
     # Constants stay 0-dim arrays (no host read, nothing for torch.compile to break on).
     second = gen.escort_u2(_xs.constant(alpha, r))
     out = {key: xp.zeros_like(r) for key in ("rho", "m1", "m2c")}
@@ -503,6 +509,7 @@ def radial_moments(c: Array, omc: Array, r: Array, dense: bool) -> Moments:
         0.5
     """
     xp = _xs.namespace(r)
+    legendre = _cached(("legendre", T.RADIAL_NODES), r, lambda: legendre_unit(T.RADIAL_NODES))
     out = {f"p{j}": xp.zeros_like(c) for j in (1, 2, 3)}
     closed = r <= T.RADIAL_MAX_R
 
@@ -514,7 +521,7 @@ def radial_moments(c: Array, omc: Array, r: Array, dense: bool) -> Moments:
     if dense or bool(xp.any(wide)):
 
         def smooth(cc: Array, rr: Array) -> Moments:
-            x, w = _cached(("legendre", T.RADIAL_NODES), rr, lambda: legendre_unit(T.RADIAL_NODES))
+            x, w = legendre
             u = (x + 1) / 2
             weight = w / 2 * gen.rbf_pdf(u - cc[:, None], rr[:, None])
             return {f"p{j}": xp.sum(weight * u**j, axis=-1) for j in (1, 2, 3)}
