@@ -19,12 +19,16 @@ degree -1 in (mu_j - mu, a, s_j), where the half-width a grows as
 sigma^(2/(alpha+1)): s_j d rho_j/d s_j = -rho_j + (mu_j - mu) d rho_j/d mu
 - (alpha + 1)/2 sigma d rho_j/d sigma. alpha itself gets no gradient.
 
-Everything is computed in float64 and cast to the input dtype (float16 and
-bfloat16 included). On CPU in eager mode each numerical branch runs on its
-own elements; on other devices and under torch.compile every branch runs on
-every element (with sanitized inputs) and torch.where picks, so the forward
-and backward never sync with the host. Input validation reads one flag
-back (pass ``validate=False`` to skip it in a GPU training loop).
+float32 input is computed in float32 where the closed form holds it to float32
+precision (alpha = 1; alpha in {5/4, 4/3, 3/2, 2} for narrow enough RBFs near
+the support); everything else in float64, cast to the input dtype (float16 and
+bfloat16 included). On CPU in eager mode each numerical regime runs on its own
+elements and one that no element needs is skipped (host reads). Under
+torch.compile a regime runs on every element (sanitized inputs, torch.where
+picks) and torch.cond skips one that no element needs, on the device. On other
+devices in eager mode every regime runs on every element: the forward and
+backward never read from the device (they run on meta tensors). Input
+validation reads one flag back (pass ``validate=False`` to skip it).
 """
 
 from __future__ import annotations
@@ -33,12 +37,12 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from torch_bridge._generated import beta_gaussian
+from torch_bridge._compile import branch_for, dense_for, device_branch, prepare_tables
 from torch_bridge.attention_2d import attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
 from tsallis.core import window
 from tsallis.core._generated import attention as gen
-from tsallis.core.tuning import FLOAT32_ANCHOR_OUT, FLOAT32_CLOSED_MAX_R, closed_k
+from tsallis.core.tuning import closed_k
 from tsallis.core.validation import real_at_least
 
 __all__ = [
@@ -50,11 +54,6 @@ __all__ = [
 ]
 
 _F64 = torch.float64
-
-
-def _dense(t: torch.Tensor) -> bool:
-    """Evaluate every branch everywhere (no host sync) off CPU and when compiling."""
-    return t.device.type != "cpu" or torch.compiler.is_compiling()
 
 
 def _validating(validate: bool) -> bool:
@@ -131,7 +130,10 @@ def _natural(name: str, value: object, like: torch.Tensor | None) -> torch.Tenso
 def _moments_1d(
     alpha: float, loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, s: torch.Tensor
 ) -> tuple[torch.Tensor, ...]:
-    """rho, J_1 (first) and J_2 - 2 mu J_1 (centred), float64, shape (..., N)."""
+    """rho, J_1 (first) and J_2 - 2 mu J_1 (centred), shape (..., N), in the inputs' dtype.
+
+    alpha = 1 in any dtype (the Gaussian closed form); otherwise float64 inputs.
+    """
     delta = mu - loc[..., None]
     sd = s.expand_as(delta)
     if alpha == 1:
@@ -141,43 +143,63 @@ def _moments_1d(
             gen.gaussian_first(delta, sc, sd),
             gen.gaussian_second(delta, sc, sd),
         )
-    a = beta_gaussian.half_width_1d(alpha, scale)[..., None].expand_as(delta)
+    a = window.half_width(alpha, scale)[..., None].expand_as(delta)
     ep, em, r = (v.reshape(-1) for v in window.support_units(a, delta, sd))
-    g = window.window_moments(alpha, ep, em, r, row=mu.shape[0], dense=_dense(loc))
+    g = window.window_moments(
+        alpha, ep, em, r, row=mu.shape[0], dense=dense_for(loc), branch=branch_for(loc)
+    )
     return window.attention_moments(alpha, a, {key: v.reshape(a.shape) for key, v in g.items()})
 
 
-def _float32_moments(
+def _forward_moments(
     alpha: float, loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, s: torch.Tensor
-) -> tuple[torch.Tensor, ...] | None:
-    """float32 moments (as _moments_1d) straight from the closed form, or None.
+) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+    """(rho, first, centred) and the inputs the backward uses, in one dtype.
 
-    Taken for float32 input in eager mode on CPU when alpha = 1, or alpha has a
-    window closed form and every RBF is narrow enough (FLOAT32_CLOSED_MAX_R) and
-    every row has a centre near its support (FLOAT32_ANCHOR_OUT): there the
-    float32 closed form is as accurate as float32 allows (see tsallis.core.tuning).
-    Everything else (and every other dtype, device or compiled call) takes the
-    float64 regimes of _moments_1d. Decides with one host read.
+    float32 input stays float32 when alpha = 1 (the Gaussian closed form holds in
+    float32 for every input) or when alpha has a window closed form and
+    window.float32_closed_suffices (every RBF narrow enough and every row with a
+    centre near its support). Everything else is computed in float64: the
+    regimes of the core, float64 backward. The float32 decision is a host read
+    in eager mode on CPU and float64 on other devices in eager mode (no host
+    read). Under torch.compile it is torch.cond, whose branches must agree in
+    dtype: the general branch's float64 moments are rounded to float32 and the
+    backward runs in float32, as on the eager closed-form path (the moments it
+    reads are then float32-exact either way).
     """
-    if loc.dtype != torch.float32 or _dense(loc) or mu.dtype != torch.float32:
-        return None
+    f32 = all(t.dtype == torch.float32 for t in (loc, scale, mu, s))
+    args = [loc, scale, mu, s]
+    args64 = [t.to(_F64) for t in args]
     if alpha == 1:
-        return _moments_1d(alpha, loc, scale, mu, s)
+        return _moments_1d(alpha, *(args if f32 else args64)), args if f32 else args64
     k = closed_k(alpha)
-    if k is None:
-        return None
+    compiling = torch.compiler.is_compiling()
+    if not f32 or k is None or (dense_for(loc) and not compiling):
+        return _moments_1d(alpha, *args64), args64
     # The edge distances in float64, then rounded: formed in float32, the support's edges
     # would move by eps * a, i.e. eps / r RBF widths (1e-5 relative at r = 0.01).
-    delta = mu.to(_F64) - loc.to(_F64)[..., None]
-    a64 = beta_gaussian.half_width_1d(alpha, scale.to(_F64))[..., None]
+    delta = args64[2] - args64[0][..., None]
+    a64 = window.half_width(alpha, args64[1])[..., None]
     ep, em, _ = (v.float() for v in window.support_units(a64, delta, a64))
     a = a64.float()
     r = s / a
-    outside = -torch.minimum(ep, em) / r
-    anchored = (outside <= FLOAT32_ANCHOR_OUT).any(-1)
-    if not bool((r <= FLOAT32_CLOSED_MAX_R[k]).all() & anchored.all()):
-        return None
-    return window.attention_moments(alpha, a, window.closed_moments(k, ep, em, r))
+    suffices = window.float32_closed_suffices(k, ep, em, r)
+
+    def closed(ep: torch.Tensor, em: torch.Tensor, r: torch.Tensor, a: torch.Tensor) -> tuple:
+        return window.attention_moments(alpha, a, window.closed_moments(k, ep, em, r))
+
+    if compiling:
+
+        def fast(*ops: torch.Tensor) -> tuple:
+            return closed(*ops[:4])
+
+        def general(*ops: torch.Tensor) -> tuple:
+            return tuple(v.float() for v in _moments_1d(alpha, *ops[4:]))
+
+        return device_branch(suffices, fast, general, (ep, em, r, a, *args64)), args
+    if bool(suffices):
+        return closed(ep, em, r, a), args
+    return _moments_1d(alpha, *args64), args64
 
 
 class _Attention1D(torch.autograd.Function):
@@ -192,13 +214,8 @@ class _Attention1D(torch.autograd.Function):
         s: torch.Tensor,
         alpha: float,
     ) -> torch.Tensor:
-        moments = _float32_moments(alpha, loc, scale, mu, s)
-        if moments is None:
-            args = [t.to(_F64) for t in (loc, scale, mu, s)]
-            moments = _moments_1d(alpha, *args)
-        else:
-            args = [loc, scale, mu, s]
-        rho, first, centred = moments
+        prepare_tables(alpha, loc.device)
+        (rho, first, centred), args = _forward_moments(alpha, loc, scale, mu, s)
         ctx.save_for_backward(rho, first, centred, *args)
         ctx.alpha = alpha  # a Python float and a tuple of dtypes: immutable
         ctx.dtypes = tuple(t.dtype for t in (loc, scale, mu, s))

@@ -20,6 +20,7 @@ import math
 import torch
 from torch.autograd.function import once_differentiable
 
+from torch_bridge._compile import branch_for, dense_for, prepare_tables
 from torch_bridge._generated import gaussian, truncated_paraboloid
 from torch_bridge.basis import check_spd
 from tsallis.core import window
@@ -106,8 +107,10 @@ def _sparsemax_moments(
     rt = 1 / (big_r * torch.sqrt(big_a))
     omc = (big_a * big_r - big_b) / (big_a * big_r)
     shape = centre.shape
-    dense = loc.device.type != "cpu" or torch.compiler.is_compiling()
-    moments = window.radial_moments(centre.reshape(-1), omc.reshape(-1), rt.reshape(-1), dense)
+    prepare_tables(2.0, loc.device)
+    moments = window.radial_moments(
+        centre.reshape(-1), omc.reshape(-1), rt.reshape(-1), dense_for(loc), branch_for(loc)
+    )
     base = math.sqrt(2 * math.pi) * rt * torch.exp(-c_res / 2)
     radial = {j: base * big_r ** (j + 1) * moments[f"p{j}"].reshape(shape) for j in (1, 2, 3)}
     # dt = |L| r dr dtheta, times the RBF normalizer 1 / (2 pi |L_j|)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tsallis._generated import beta_gaussian, gaussian, truncated_paraboloid
+from tsallis._generated import gaussian, truncated_paraboloid
 from tsallis.core import validation as check
 from tsallis.core import window
 from tsallis.core._generated import attention as gen
@@ -157,7 +157,7 @@ def _rho_jacobian_1d(
         return r, np.stack([first, second], axis=-2)
     # The window moments (tsallis.core.window, the code the Torch ops run) in float64.
     delta64 = basis.mu.astype(np.float64) - loc.astype(np.float64)[..., None]
-    a = beta_gaussian.half_width_1d(alpha, scale.astype(np.float64))[..., None]
+    a = window.half_width(alpha, scale.astype(np.float64))[..., None]
     a = np.broadcast_to(a, delta64.shape)
     s64 = np.broadcast_to(basis.sigma.astype(np.float64), delta64.shape)
     ep, em, r = (v.ravel() for v in window.support_units(a, delta64, s64))

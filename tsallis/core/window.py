@@ -17,6 +17,13 @@ under the escort. With ``dense`` every branch runs on every element (inputs
 outside its mask replaced by harmless values) and ``where`` picks: no host
 read, no data-dependent shape (torch.compile, accelerators). Otherwise each
 branch runs on its own elements only (one host read per branch).
+
+A regime that no element needs is skipped: in the sparse form by a host read
+per regime (``host_branch``); in the dense form only where the closed form
+already gave every element, through the ``branch`` hook: never on accelerators
+in eager mode and on meta tensors (``full_branch``, no host read), and with
+``torch.cond`` under torch.compile (given by the Torch face), which decides on
+the device and runs only the branch taken.
 """
 
 from __future__ import annotations
@@ -34,8 +41,15 @@ from tsallis.core._generated import attention as gen
 from tsallis.core.rules import gauss_jacobi, legendre_unit, window_rule
 
 __all__ = [
+    "Branch",
+    "alpha_constants",
     "attention_moments",
     "closed_moments",
+    "float32_closed_suffices",
+    "full_branch",
+    "half_width",
+    "host_branch",
+    "prepare_tables",
     "radial_moments",
     "support_units",
     "window_moments",
@@ -43,6 +57,25 @@ __all__ = [
 
 Array = Any
 Moments = dict[str, Array]
+# branch(pred, cheap, full, operands): cheap(*operands) may be taken only where the
+# 0-dim boolean pred holds; full(*operands) is valid always. Both return tuples of
+# arrays of the same shapes and dtypes.
+Branch = Callable[[Array, Callable[..., tuple], Callable[..., tuple], tuple], tuple]
+
+
+def host_branch(
+    pred: Array, cheap: Callable[..., tuple], full: Callable[..., tuple], operands: tuple
+) -> tuple:
+    """The branch that pred picks, read on the host (one read)."""
+    return cheap(*operands) if bool(pred) else full(*operands)
+
+
+def full_branch(
+    pred: Array, cheap: Callable[..., tuple], full: Callable[..., tuple], operands: tuple
+) -> tuple:
+    """Always the branch valid everywhere: no host read (accelerators in eager mode, meta)."""
+    return full(*operands)
+
 
 # Node tables per (exponent, namespace, device), converted once; torch.compile
 # reads them as constants: compile after one eager call for an alpha outside
@@ -386,19 +419,127 @@ def closed_moments(k: int, ep: Array, em: Array, r: Array) -> Moments:
     return {"rho": rho, "m1": xp.where(ep == em, 0.0, m1), "m2c": m2c}
 
 
+# Per-alpha constants as Python floats: {alpha: {"rho", "cov", "second", "mass"}}.
+_CONSTANTS: dict[float, dict[str, float]] = {}
+
+
+def alpha_constants(alpha: float) -> dict[str, float]:
+    """The alpha-only constants of the window moments, as Python floats (cached).
+
+    rho: 1 / B(1/2, k + 1); cov: the escort factor B(1/2, k + 1)^(alpha - 2);
+    second: E[u^2] under the escort; mass: int (1 - u^2)^k du; half_width_factor
+    and half_width_power: the 1D half-width law (see half_width). The generated
+    closed forms evaluated once in float64 (NumPy): as Python numbers they cost
+    nothing per call and torch.compile reads them as constants.
+    """
+    if alpha not in _CONSTANTS:
+        with np.errstate(all="ignore"):
+            value = np.float64(alpha)
+            m = 1 / (alpha - 1) - 1
+            _CONSTANTS[alpha] = {
+                "rho": float(gen.rho_constant(value)),
+                "cov": float(gen.cov_constant(value)),
+                "second": float(gen.escort_u2(value)),
+                "mass": float(1 / gen.rho_constant(np.float64(1 + 1 / (m + 1)))),
+                "half_width_factor": float(gen.half_width_factor(value)),
+                "half_width_power": float(gen.half_width_power(value)),
+            }
+    return _CONSTANTS[alpha]
+
+
+def half_width(alpha: float, scale: Array) -> Array:
+    """The 1D beta-Gaussian's support half-width for alpha > 1, like scale (any shape).
+
+    a = factor(alpha) * scale^power(alpha), the generated power law
+    (derivations/attention.py), with the alpha-only factors as Python floats.
+
+    Example:
+        >>> import numpy as np
+        >>> round(float(half_width(2.0, np.array(1.0))), 6)  # (3/2)^(1/3)
+        1.144714
+    """
+    c = alpha_constants(alpha)
+    return c["half_width_factor"] * scale ** c["half_width_power"]
+
+
 def attention_moments(alpha: float, a: Array, g: Moments) -> tuple[Array, Array, Array]:
     """(rho, J_1, J_2 - 2 mu J_1) of continuous attention from the window moments g.
 
     a is the beta-Gaussian's half-width (broadcast like g's values); the
-    constants are 0-dim float64 arrays, so the result keeps a's dtype in Torch.
+    constants are Python floats, so the result keeps a's dtype.
     """
-    alpha_c = _xs.constant(alpha, a)
-    rho_c, cov_c = gen.rho_constant(alpha_c), gen.cov_constant(alpha_c)
-    return rho_c * g["rho"] / a, a ** (alpha - 1) * cov_c * g["m1"], a**alpha * cov_c * g["m2c"]
+    c = alpha_constants(alpha)
+    return (
+        c["rho"] * g["rho"] / a,
+        a ** (alpha - 1) * c["cov"] * g["m1"],
+        a**alpha * c["cov"] * g["m2c"],
+    )
+
+
+def prepare_tables(alpha: float, like: Array) -> None:
+    """Build every node table window_moments and radial_moments can use for this alpha,
+    for like's namespace and device.
+
+    window_moments calls it. torch.compile reads the tables as constants (building
+    one while tracing would trace NumPy and break the graph), so the Torch face runs
+    it outside the trace first."""
+    _cached(("legendre", T.RADIAL_NODES), like, lambda: legendre_unit(T.RADIAL_NODES))
+    if alpha == 1:
+        return
+    alpha_constants(alpha)
+    m = 1 / (alpha - 1) - 1
+    _cached(("window", m), like, lambda: _window_tables(m))
+    for n in (T.SHARED_NODES, T.SHARED_NODES_WIDE):
+        _cached(("shared", m, n), like, lambda n=n: _shared_tables(m, n))
+
+
+def float32_closed_suffices(k: int, ep: Array, em: Array, r: Array) -> Array:
+    """Whether the float32 closed form gives every row to float32 precision (0-dim bool).
+
+    ep, em, r: (rows, N) float32 support units (formed from float64 edge distances).
+    True when every RBF is at most FLOAT32_CLOSED_MAX_R[k] wide and every row has a
+    centre at most FLOAT32_ANCHOR_OUT widths outside its support, so that the row's
+    largest moment is one the closed form gets to float32 precision (tsallis.core.tuning).
+    """
+    xp = _xs.namespace(r)
+    outside = -xp.minimum(ep, em) / r
+    anchored = xp.all(xp.any(outside <= T.FLOAT32_ANCHOR_OUT, axis=-1))
+    return xp.all(r <= T.FLOAT32_CLOSED_MAX_R[k]) & anchored
+
+
+State = tuple[Array, Array, Array, Array]  # rho, m1, m2c, done
+
+
+def _regime(
+    branch: Branch, state: State, mask: Array, run: Callable[[Moments, Array], Array]
+) -> State:
+    """state after run(out, mask), which fills out where mask holds and returns the new done.
+
+    Skipped through ``branch`` when no element needs it.
+    """
+    xp = _xs.namespace(mask)
+
+    def full(rho: Array, m1: Array, m2c: Array, done: Array, mask: Array) -> State:
+        out = {"rho": rho, "m1": m1, "m2c": m2c}
+        done = run(out, mask) | done
+        return out["rho"], out["m1"], out["m2c"], done
+
+    def cheap(rho: Array, m1: Array, m2c: Array, done: Array, mask: Array) -> State:
+        return rho, m1, m2c, done
+
+    return branch(~xp.any(mask), cheap, full, (*state, mask))
 
 
 @_numpy_quiet
-def window_moments(alpha: float, ep: Array, em: Array, r: Array, row: int, dense: bool) -> Moments:
+def window_moments(
+    alpha: float,
+    ep: Array,
+    em: Array,
+    r: Array,
+    row: int,
+    dense: bool,
+    branch: Branch | None = None,
+) -> Moments:
     """rho = G(k, 0), m1 = G(k-1, 1), m2c = G(k-1, 2) - E_escort[u^2] G(k-1, 0).
 
     Parameters:
@@ -407,6 +548,9 @@ def window_moments(alpha: float, ep: Array, em: Array, r: Array, row: int, dense
             and the RBF width, in units of the support's half-width.
         row: consecutive elements that share one support (N RBFs of one row).
         dense: no host reads (every branch on every element; see the module).
+        branch: how the regimes after the closed form are skipped when the closed
+            form gave every element (see the module); default ``full_branch``
+            when dense, else ``host_branch``.
 
     Returns:
         {"rho", "m1", "m2c"}: flat arrays like r.
@@ -424,78 +568,96 @@ def window_moments(alpha: float, ep: Array, em: Array, r: Array, row: int, dense
         0.99
     """
     xp = _xs.namespace(r)
+    # Regimes after the closed form are skipped per regime with a host read (sparse
+    # form), or never (dense); ``branch`` decides once whether any element still needs
+    # one after the closed form (torch.cond under torch.compile: a single cond keeps the
+    # compiled graph, and its compile time, small).
+    each = full_branch if dense else host_branch
+    if branch is None:
+        branch = each
     k = T.closed_k(alpha)
     m = 1 / (alpha - 1) - 1
-    # Every node table this alpha can use, built now: an eager call fills them for a
-    # later torch.compile, which reads them as constants (building one there would
-    # trace NumPy and break the graph).
-    _cached(("window", m), r, lambda: _window_tables(m))
-    for n in (T.SHARED_NODES, T.SHARED_NODES_WIDE):
-        _cached(("shared", m, n), r, lambda n=n: _shared_tables(m, n))
-    # Constants stay 0-dim arrays (no host read, nothing for torch.compile to break on).
-    second = gen.escort_u2(_xs.constant(alpha, r))
-    out = {key: xp.zeros_like(r) for key in ("rho", "m1", "m2c")}
+    prepare_tables(alpha, r)
+    second = alpha_constants(alpha)["second"]
+    # Three arrays (the sparse form writes into them in place).
+    rho, m1, m2c = (xp.zeros_like(r) for _ in range(3))
+    state: State = (rho, m1, m2c, xp.zeros_like(r, dtype=xp.bool))
     outside = xp.clip(-xp.minimum(ep, em) / r, min=0.0)
-    done = xp.zeros_like(r, dtype=xp.bool)
     if k is not None:
-        narrow = r <= T.CLOSED_MAX_R[k]
 
-        def closed_form(e1: Array, e2: Array, rr: Array) -> Moments:
-            return closed_moments(k, e1, e2, rr)
+        def closed(out: Moments, mask: Array) -> Array:
+            def closed_form(e1: Array, e2: Array, rr: Array) -> Moments:
+                return closed_moments(k, e1, e2, rr)
 
-        _fill(out, narrow, closed_form, (ep, em, r), (1.0, 1.0, 0.1), dense, T.CLOSED_CHUNK)
-        bound = (1 + outside) ** (2 * k + 3) * xp.clip(5 * r, min=1.0) ** (k - 1)
-        done = narrow & ((outside <= T.CLOSED_MAX_OUT[k]) | _negligible(bound, out, row))
+            _fill(out, mask, closed_form, (ep, em, r), (1.0, 1.0, 0.1), dense, T.CLOSED_CHUNK)
+            bound = (1 + outside) ** (2 * k + 3) * xp.clip(5 * r, min=1.0) ** (k - 1)
+            return mask & ((outside <= T.CLOSED_MAX_OUT[k]) | _negligible(bound, out, row))
+
+        state = _regime(each, state, r <= T.CLOSED_MAX_R[k], closed)
     centre = (em - ep) / 2
-    wide = ~done & ((1 + 2 * xp.abs(centre)) <= 2 * r * r)
-    if dense or bool(xp.any(wide)):
-        mass = 1 / gen.rho_constant(_xs.constant(1 + 1 / (m + 1), r))
+    mass = alpha_constants(alpha)["mass"]
 
+    def wide(out: Moments, mask: Array) -> Array:
         def wide_form(c: Array, rr: Array) -> Moments:
             return _wide_moments(c, rr, m, second, mass)
 
-        _fill(out, wide, wide_form, (centre, r), (0.0, 2.0), dense)
-        done = done | wide
-    shared = ~done & (r >= T.SHARED_MIN_R)
-    if dense or bool(xp.any(shared)):
+        _fill(out, mask, wide_form, (centre, r), (0.0, 2.0), dense)
+        return mask
 
+    def shared(out: Moments, mask: Array) -> Array:
         def shared_form(c: Array, rr: Array, n: int = T.SHARED_NODES) -> Moments:
             return _shared_rule(c, rr, m, second, n)
 
-        safe_r = xp.where(shared, r, xp.ones_like(r))
+        safe_r = xp.where(mask, r, xp.ones_like(r))
         if dense:
-            _row_fill(out, shared, shared_form, (centre, safe_r), row, dense)
+            _row_fill(out, mask, shared_form, (centre, safe_r), row, dense)
         else:  # rows whose RBFs are all wide enough take the smaller rule
             narrowest = xp.min(xp.reshape(safe_r, (-1, row)), axis=-1, keepdims=True)
-            coarse = shared & _by_row(xp, narrowest >= T.SHARED_WIDE_R, row)
+            coarse = mask & _by_row(xp, narrowest >= T.SHARED_WIDE_R, row)
 
             def coarse_form(c: Array, rr: Array) -> Moments:
                 return shared_form(c, rr, T.SHARED_NODES_WIDE)
 
             _row_fill(out, coarse, coarse_form, (centre, safe_r), row, dense)
-            _row_fill(out, shared & ~coarse, shared_form, (centre, safe_r), row, dense)
+            _row_fill(out, mask & ~coarse, shared_form, (centre, safe_r), row, dense)
         # Its absolute error is below 1e-16 / r (measured, centres up to 8 r outside);
         # farther out that must be negligible within the row.
         far_ok = (outside <= T.SHARED_MAX_OUT) | _negligible(1 / (r * r), out, row, absolute=r)
-        done = done | (shared & far_ok)
-    rest = ~done
-    if dense or bool(xp.any(rest)):
+        return mask & far_ok
 
+    def windows(out: Moments, mask: Array) -> Array:
         def window(e1: Array, e2: Array, rr: Array) -> Moments:
             return _window_quadrature(e1, e2, rr, m, second)
 
-        _fill(out, rest, window, (ep, em, r), (1.0, 1.0, 1.0), dense)
-    return out
+        _fill(out, mask, window, (ep, em, r), (1.0, 1.0, 1.0), dense)
+        return mask
+
+    def rest(rho: Array, m1: Array, m2c: Array, done: Array) -> State:
+        state: State = (rho, m1, m2c, done)
+        wide_mask = ~done & ((1 + 2 * xp.abs(centre)) <= 2 * r * r)
+        state = _regime(each, state, wide_mask, wide)
+        state = _regime(each, state, ~state[3] & (r >= T.SHARED_MIN_R), shared)
+        return _regime(each, state, ~state[3], windows)
+
+    def finished(rho: Array, m1: Array, m2c: Array, done: Array) -> State:
+        return rho, m1, m2c, done
+
+    state = branch(xp.all(state[3]), finished, rest, state)
+    return dict(zip(("rho", "m1", "m2c"), state[:3], strict=False))
 
 
 @_numpy_quiet
-def radial_moments(c: Array, omc: Array, r: Array, dense: bool) -> Moments:
+def radial_moments(
+    c: Array, omc: Array, r: Array, dense: bool, branch: Branch | None = None
+) -> Moments:
     """int_0^1 u^j phi((u - c)/r)/r du for j = 1, 2, 3 (keys p1, p2, p3).
 
     Parameters:
         c, omc, r: flat float64 arrays: the centre, 1 - c (formed without
             cancellation by the caller) and the width, NumPy or Torch.
         dense: no host reads (see the module).
+        branch: how the Gauss-Legendre regime is skipped where no RBF is wide
+            (see the module); default ``full_branch`` when dense, else ``host_branch``.
 
     The generated closed form for r <= RADIAL_MAX_R (measured within 1.1e-13 of
     Gauss-Legendre windows, relative to the largest over the centre, up to 8
@@ -509,6 +671,8 @@ def radial_moments(c: Array, omc: Array, r: Array, dense: bool) -> Moments:
         0.5
     """
     xp = _xs.namespace(r)
+    if branch is None:
+        branch = full_branch if dense else host_branch
     legendre = _cached(("legendre", T.RADIAL_NODES), r, lambda: legendre_unit(T.RADIAL_NODES))
     out = {f"p{j}": xp.zeros_like(c) for j in (1, 2, 3)}
     closed = r <= T.RADIAL_MAX_R
@@ -517,14 +681,20 @@ def radial_moments(c: Array, omc: Array, r: Array, dense: bool) -> Moments:
         return dict(zip(("p1", "p2", "p3"), gen.radial_moments(cc, oo, rr), strict=True))
 
     _fill(out, closed, closed_form, (c, omc, r), (0.5, 0.5, 0.1), dense, T.CLOSED_CHUNK)
-    wide = ~closed
-    if dense or bool(xp.any(wide)):
 
-        def smooth(cc: Array, rr: Array) -> Moments:
-            x, w = legendre
-            u = (x + 1) / 2
-            weight = w / 2 * gen.rbf_pdf(u - cc[:, None], rr[:, None])
-            return {f"p{j}": xp.sum(weight * u**j, axis=-1) for j in (1, 2, 3)}
+    def smooth(cc: Array, rr: Array) -> Moments:
+        x, w = legendre
+        u = (x + 1) / 2
+        weight = w / 2 * gen.rbf_pdf(u - cc[:, None], rr[:, None])
+        return {f"p{j}": xp.sum(weight * u**j, axis=-1) for j in (1, 2, 3)}
 
-        _fill(out, wide, smooth, (c, r), (0.5, 4.0), dense)
-    return out
+    def full(p1: Array, p2: Array, p3: Array) -> tuple[Array, ...]:
+        part = {"p1": p1, "p2": p2, "p3": p3}
+        _fill(part, ~closed, smooth, (c, r), (0.5, 4.0), dense)
+        return part["p1"], part["p2"], part["p3"]
+
+    def cheap(p1: Array, p2: Array, p3: Array) -> tuple[Array, ...]:
+        return p1, p2, p3
+
+    values = branch(xp.all(closed), cheap, full, (out["p1"], out["p2"], out["p3"]))
+    return dict(zip(("p1", "p2", "p3"), values, strict=True))

@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["window_m0_j0", "window_m0_j1", "window_m0_j2", "window_m1_j0", "window_m1_j1", "window_m1_j2", "window_m2_j0", "window_m2_j1", "window_m2_j2", "window_m3_j0", "window_m3_j1", "window_m3_j2", "window_m4_j0", "radial_j1", "radial_j2", "radial_j3", "radial_moments", "window_moments_k1", "window_moments_k2", "window_moments_k3", "window_moments_k4", "rho_constant", "cov_constant", "escort_u2", "gaussian_rho", "gaussian_first", "gaussian_second", "rbf_pdf"]
+__all__ = ["window_m0_j0", "window_m0_j1", "window_m0_j2", "window_m1_j0", "window_m1_j1", "window_m1_j2", "window_m2_j0", "window_m2_j1", "window_m2_j2", "window_m3_j0", "window_m3_j1", "window_m3_j2", "window_m4_j0", "radial_j1", "radial_j2", "radial_j3", "radial_moments", "window_moments_k1", "window_moments_k2", "window_moments_k3", "window_moments_k4", "rho_constant", "cov_constant", "escort_u2", "half_width_factor", "half_width_power", "gaussian_rho", "gaussian_first", "gaussian_second", "rbf_pdf"]
 
 
 def window_m0_j0(ep, em, r):
@@ -600,6 +600,21 @@ def escort_u2(alpha):
     """E[u^2] under the escort (1-u^2)^(k-1) on [-1, 1]."""
     xp, (alpha,) = _xs.arrays(alpha)
     return (alpha - 1)/(alpha + 1)
+
+
+def half_width_factor(alpha):
+    """a / scale^power: the 1D half-width law."""
+    xp, (alpha,) = _xs.arrays(alpha)
+    _t0 = alpha - 1
+    _t1 = 1/_t0
+    _t2 = 1/(alpha + 1)
+    return 1.4142135623730951*xp.sqrt(_t1*xp.exp(-_t0*_t2*(-2*_xs.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) + _t0*_t2*xp.log(_t0)))
+
+
+def half_width_power(alpha):
+    """d log a / d log scale (1D half-width)."""
+    xp, (alpha,) = _xs.arrays(alpha)
+    return 2/(alpha + 1)
 
 
 def gaussian_rho(delta, scale, s):

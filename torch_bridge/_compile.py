@@ -1,0 +1,63 @@
+"""What the Torch ops need to run the shared core without host reads under torch.compile.
+
+The core (tsallis.core.window) skips a regime that no element needs through a
+branch hook; here are the Torch hooks, and the node-table preparation that
+torch.compile must see as a constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from tsallis.core import window
+
+__all__ = ["branch_for", "dense_for", "device_branch", "prepare_tables"]
+
+
+def dense_for(t: torch.Tensor) -> bool:
+    """Evaluate a regime on every element (no gather, no host read) off CPU and when compiling."""
+    return t.device.type != "cpu" or torch.compiler.is_compiling()
+
+
+def device_branch(
+    pred: torch.Tensor, cheap: Callable[..., tuple], full: Callable[..., tuple], operands: tuple
+) -> tuple:
+    """torch.cond: decided on the device, only the branch taken runs (under torch.compile).
+
+    cond's outputs may not alias its inputs: a cheap branch's output that is one of
+    the operands is copied.
+    """
+
+    def cheap_copy(*ops: torch.Tensor) -> tuple:
+        return tuple(v.clone() if any(v is o for o in ops) else v for v in cheap(*ops))
+
+    return torch.cond(pred, cheap_copy, full, operands)
+
+
+def branch_for(t: torch.Tensor) -> window.Branch:
+    """How the core skips a regime no element needs: torch.cond under torch.compile, a host
+    read in eager mode on CPU, never on other devices in eager mode (no host read)."""
+    if torch.compiler.is_compiling():
+        return device_branch
+    return window.full_branch if t.device.type != "cpu" else window.host_branch
+
+
+def _prepare(alpha: float, device: str) -> None:
+    window.prepare_tables(alpha, torch.empty(0, dtype=torch.float64, device=device))
+
+
+# torch.compile runs _prepare at trace time instead of tracing it (the tables are built
+# with NumPy and SciPy). This is what torch._dynamo.assume_constant_result does; the
+# marker is set by hand because importing torch._dynamo imports SymPy, which importing
+# torch_bridge must not (tests/test_torch_attention.py). The compile-first test in
+# tests/test_core_window.py fails (a graph break) if the marker stops working.
+_prepare._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+def prepare_tables(alpha: float, device: torch.device) -> None:
+    """Under torch.compile, build the core's node tables for alpha on device (at trace
+    time, outside the graph). In eager mode nothing: the core builds what it uses."""
+    if torch.compiler.is_compiling():
+        _prepare(float(alpha), str(device))
