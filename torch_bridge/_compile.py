@@ -33,7 +33,10 @@ def device_branch(
     def cheap_copy(*ops: torch.Tensor) -> tuple:
         return tuple(v.clone() if any(v is o for o in ops) else v for v in cheap(*ops))
 
-    return torch.cond(pred, cheap_copy, full, operands)
+    cond = getattr(torch, "cond", None)
+    if cond is None:  # a torch without torch.cond: the branch valid everywhere
+        return full(*operands)
+    return cond(pred, cheap_copy, full, operands)
 
 
 def branch_for(t: torch.Tensor) -> window.Branch:

@@ -25,7 +25,9 @@ the support); everything else in float64, cast to the input dtype (float16 and
 bfloat16 included). On CPU in eager mode each numerical regime runs on its own
 elements and one that no element needs is skipped (host reads). Under
 torch.compile a regime runs on every element (sanitized inputs, torch.where
-picks) and torch.cond skips one that no element needs, on the device. On other
+picks), and torch.cond decides on the device whether the float32 closed form
+serves the whole call and whether any element needs a regime after the closed
+form, so only the branch taken runs. On other
 devices in eager mode every regime runs on every element: the forward and
 backward never read from the device (they run on meta tensors). Input
 validation reads one flag back (pass ``validate=False`` to skip it).
