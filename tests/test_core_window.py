@@ -120,8 +120,13 @@ def test_compile_first_float32_takes_both_branches():
 
     compiled = torch.compile(f, fullgraph=True)
     loc = torch.linspace(0.1, 0.9, 6)
-    for sigma in (0.1, 1e-3):
+    for sigma, closed in ((0.1, True), (1e-3, False)):
         scale = torch.full((6,), sigma)
+        # The predicate torch.cond reads: each sigma must take the branch named.
+        a = window.half_width(2.0, scale.double())[:, None]
+        ep, em, r = window.support_units(a, basis.mu.double() - loc.double()[:, None], a)
+        r = basis.sigma / a.float()
+        assert bool(window.float32_closed_suffices(1, ep.float(), em.float(), r)) is closed
         results = []
         for op in (compiled, f):
             x, y = loc.clone().requires_grad_(), scale.clone().requires_grad_()

@@ -23,7 +23,6 @@ from tsallis.core.tuning import STIRLING_MIN
 
 __all__ = [
     "arrays",
-    "constant",
     "erf",
     "erfc",
     "exprel",
@@ -98,12 +97,6 @@ def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, 
         for v in values
     )
     return xp, out
-
-
-def constant(value: float, like: Array) -> Array:
-    """A 0-dim float64 array on ``like``'s device (no host sync, nothing to recompile)."""
-    xp = namespace(like)
-    return xp.asarray(value, dtype=xp.float64, device=getattr(like, "device", None))
 
 
 def erf(x: Array) -> Array:

@@ -419,7 +419,7 @@ def closed_moments(k: int, ep: Array, em: Array, r: Array) -> Moments:
     return {"rho": rho, "m1": xp.where(ep == em, 0.0, m1), "m2c": m2c}
 
 
-# Per-alpha constants as Python floats: {alpha: {"rho", "cov", "second", "mass"}}.
+# Per-alpha constants as Python floats (see alpha_constants).
 _CONSTANTS: dict[float, dict[str, float]] = {}
 
 
@@ -435,12 +435,12 @@ def alpha_constants(alpha: float) -> dict[str, float]:
     if alpha not in _CONSTANTS:
         with np.errstate(all="ignore"):
             value = np.float64(alpha)
-            m = 1 / (alpha - 1) - 1
+            rho = float(gen.rho_constant(value))
             _CONSTANTS[alpha] = {
-                "rho": float(gen.rho_constant(value)),
+                "rho": rho,
                 "cov": float(gen.cov_constant(value)),
                 "second": float(gen.escort_u2(value)),
-                "mass": float(1 / gen.rho_constant(np.float64(1 + 1 / (m + 1)))),
+                "mass": 1 / rho,  # B(1/2, k + 1) = int (1 - u^2)^k du
                 "half_width_factor": float(gen.half_width_factor(value)),
                 "half_width_power": float(gen.half_width_power(value)),
             }
