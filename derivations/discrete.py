@@ -12,6 +12,7 @@ seed 000 Prop 3, verified exactly on every support pattern by the tests
 
 from __future__ import annotations
 
+import dataclasses
 from itertools import combinations
 
 import sympy as sp
@@ -333,6 +334,8 @@ def derive_discrete() -> KernelSet:
             "Eq 6: exp(-w^-) (exp(w^+) - 1 + prod_{l != k} (1 - exp(-w_l^-))).",
         ),
     )
+    # One module for NumPy and Torch (the array-namespace printer): tsallis.core.discrete.
+    kernels = tuple(dataclasses.replace(kernel, backends=("xp",)) for kernel in kernels)
     return KernelSet(
         name="discrete",
         title="Finite sparse maps: sparsemax, entmax, ev-softmax",

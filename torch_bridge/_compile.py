@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 import torch
 
-from tsallis.core import window
+from tsallis.core import branching, window
+from tsallis.core import discrete as _core_discrete
 
 __all__ = ["branch_for", "dense_for", "device_branch", "prepare_tables"]
 
@@ -39,12 +40,12 @@ def device_branch(
     return cond(pred, cheap_copy, full, operands)
 
 
-def branch_for(t: torch.Tensor) -> window.Branch:
+def branch_for(t: torch.Tensor) -> branching.Branch:
     """How the core skips a regime no element needs: torch.cond under torch.compile, a host
     read in eager mode on CPU, never on other devices in eager mode (no host read)."""
     if torch.compiler.is_compiling():
         return device_branch
-    return window.full_branch if t.device.type != "cpu" else window.host_branch
+    return branching.full_branch if t.device.type != "cpu" else branching.host_branch
 
 
 def _prepare(alpha: float, device: str) -> None:
@@ -57,6 +58,10 @@ def _prepare(alpha: float, device: str) -> None:
 # torch_bridge must not (tests/test_torch_attention.py). The compile-first test in
 # tests/test_core_window.py fails (a graph break) if the marker stops working.
 _prepare._dynamo_marked_constant = True  # type: ignore[attr-defined]
+
+
+# Likewise the core's per-eps constant of ev-softmax (NumPy on Python floats).
+_core_discrete.offsupport_shift._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def prepare_tables(alpha: float, device: torch.device) -> None:

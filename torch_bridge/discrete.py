@@ -7,35 +7,31 @@ eq 7). The indicator is piecewise constant, so dy/dx = I almost everywhere
 and the Jacobian is eq 9: the backward is exactly softmax's (log_softmax's)
 backward on the output, done by one fused kernel in a custom Function.
 
-Speed: the forward is two row reductions (sum, max), one subtraction, one
-in-place ``threshold`` (plus a clamp and an add when eps > 0) and the fused
-softmax. Comparisons and ``where`` (boolean temporaries; ``where`` with a
--inf scalar measured 4x slower than softmax itself on CPU) are avoided on
-the unmasked path. The support test
-d = x - thr >= 0 is ``threshold(d, -tiny)``: keep d when d > -tiny, where
-tiny is the dtype's smallest normal number, so d = 0 (the row maximum of a
-constant row) is kept even under flush-to-zero; an entry less than tiny below
-the mean counts as a tie (kept).
+The logits are the shared core's (tsallis.core.discrete.ev_logits, also
+run by the NumPy face); this module adds the fused softmax, the eq 9
+backward and the Modules. Speed: the forward is two row reductions (sum,
+max), one subtraction, one in-place ``threshold`` (plus a clamp and an add
+when eps > 0) and the fused softmax; the core's docstrings say why.
 
 Conventions shared with ``tsallis.discrete``: ``mask`` marks valid entries
 (True); masked entries and -inf entries take no part in the mean and get
 probability 0 (log: -inf, gradient 0), whatever a masked entry holds (NaN
 included). A row with no valid entry returns all 0 (log: all -inf) with zero
 gradient. NaN or +inf in a valid entry raises ValueError; that check reads
-the row spread (one small host sync per call).
+the largest row spread (one small host sync per call) in eager mode. Under
+torch.compile(fullgraph=True) torch.cond picks the robust path on the device
+and NaN or +inf input is not checked (it propagates).
 float16 and bfloat16 are computed in float32 and the result cast back.
 """
 
 from __future__ import annotations
 
-import functools
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from torch_bridge._generated import discrete as _gen
+from torch_bridge import _compile
+from tsallis.core import discrete as _core
 from tsallis.core.validation import real_at_least
 
 __all__ = ["EvSoftmax", "LogEvSoftmax", "ev_softmax", "ev_softmax_nll_loss", "log_ev_softmax"]
@@ -83,94 +79,6 @@ def _check_input(x: torch.Tensor, mask: torch.Tensor | None) -> None:
         )
 
 
-@functools.lru_cache(maxsize=64)
-def _shift(eps: float) -> float:
-    """The generated eq 10 shift, evaluated on the host once per eps value."""
-    return float(_gen.ev_softmax_offsupport_shift(torch.tensor(eps, dtype=torch.float64)))
-
-
-def _row_statistics(
-    x: torch.Tensor, dim: int, valid: torch.Tensor | None, scaled: bool = False
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-    """Mean and max over the valid entries, and the valid counts (None when no mask).
-
-    ``scaled`` divides before summing, so rows of huge values cannot overflow.
-    """
-    if valid is None:
-        count, values = x.shape[dim], x
-        top = x.amax(dim, keepdim=True)
-    else:
-        count = valid.sum(dim, keepdim=True)
-        values = torch.where(valid, x, 0.0)
-        top = torch.where(valid, x, float("-inf")).amax(dim, keepdim=True)
-    divisor = count if valid is None else count.clamp_min(1)
-    if scaled:
-        mean = (values / divisor).sum(dim, keepdim=True)
-    else:
-        mean = values.sum(dim, keepdim=True) / divisor
-    return mean, top, None if valid is None else count
-
-
-def _logits(
-    x: torch.Tensor, dim: int, mask: torch.Tensor | None, eps: float
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """y with softmax(y) = ev_softmax_train,eps(x); also the rows without valid entries.
-
-    Fast path: y = x - threshold (kept) or that plus the eq 10 shift. It is taken
-    when every row's spread top - mean is finite, so that no x - threshold can
-    overflow; that one check (a host sync) also catches NaN, +-inf and sums that
-    overflow. Otherwise ``_robust_logits``.
-    """
-    valid = None if mask is None else mask.expand_as(x)
-    mean, top, count = _row_statistics(x, dim, valid)
-    if x.numel() and not math.isfinite((top - mean).amax().item()):
-        return _robust_logits(x, dim, valid, eps)
-    threshold = torch.minimum(mean, top)
-    if count is not None:  # rows without valid entries: any finite threshold
-        threshold = torch.where(count > 0, threshold, 0.0)
-    d = x - threshold
-    minus_tiny = -torch.finfo(x.dtype).tiny
-    if eps == 0:
-        y = F.threshold_(d, minus_tiny, float("-inf"))
-    else:  # kept: d + 0; off the support: shift + min(d, 0) = shift + d
-        below = d.clamp(max=0.0)
-        y = F.threshold_(d, minus_tiny, _shift(eps)).add_(below)
-    empty = None
-    if valid is not None:
-        empty = count == 0
-        y = y.masked_fill_(~valid, float("-inf")).masked_fill_(empty, 0.0)
-    return y, empty
-
-
-def _robust_logits(
-    x: torch.Tensor, dim: int, valid: torch.Tensor | None, eps: float
-) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """_logits for rows with NaN, infinities or a spread beyond the dtype's range.
-
-    NaN and +inf raise; -inf entries count as masked. The mean is summed after
-    dividing (no overflow). The support test uses d = x - threshold, whose sign
-    is right even when it overflows; the logits are x - top (never +inf), shifted
-    off the support. An entry whose log-probability lies below the dtype's range
-    gets -inf (probability 0), as in torch.log_softmax.
-    """
-    counted = x if valid is None else torch.where(valid, x, 0.0)  # masked: ignored
-    if torch.isnan(counted).any():
-        raise ValueError("x must not contain NaN (outside the mask)")
-    if (counted == float("inf")).any():
-        raise ValueError("x must not contain +inf (outside the mask)")
-    finite = x > float("-inf")
-    valid = finite if valid is None else valid & finite
-    mean, top, count = _row_statistics(x, dim, valid, scaled=True)
-    empty = count == 0
-    threshold = torch.where(empty, 0.0, torch.minimum(mean, top))
-    keep = (x - threshold) > -torch.finfo(x.dtype).tiny
-    shifted = torch.where(valid, x, 0.0) - torch.where(empty, 0.0, top)
-    off = float("-inf") if eps == 0 else shifted + _shift(eps)
-    y = torch.where(keep, shifted, off)
-    y = y.masked_fill(~valid, float("-inf")).masked_fill(empty, 0.0)
-    return y, empty
-
-
 class _EvSoftmaxFunction(torch.autograd.Function):
     """Forward: fused softmax / log_softmax of the shifted logits; backward: eq 9.
 
@@ -209,7 +117,10 @@ def _forward(
     x: torch.Tensor, dim: int, mask: torch.Tensor | None, eps: float, log: bool
 ) -> tuple[torch.Tensor, bool]:
     """The output, and whether some entries were excluded (mask or -inf input)."""
-    y, empty = _logits(x, dim, mask, eps)
+    valid = None if mask is None else mask.expand_as(x)
+    compiling = torch.compiler.is_compiling()
+    branch = _compile.device_branch if compiling else None
+    y, empty = _core.ev_logits(x, valid, eps, axis=dim, branch=branch, check=not compiling)
     out = torch.log_softmax(y, dim) if log else torch.softmax(y, dim)
     if empty is not None:
         out = out.masked_fill_(empty, float("-inf") if log else 0.0)

@@ -4,10 +4,13 @@ Seed 000 eqs 3 and 14 (the finite Omega_alpha-RPM and its Jacobians) and
 seed 002 (ev-softmax eq 7, its training variant eq 10, Jacobian eq 9, and the
 post-hoc evidential sparsification eqs 4-6 that it generalizes).
 
-Every map acts along ``axis``; the closed forms (thresholds, entmax
-probabilities, gppr weights, the eq 10 shift, the eq 6 mass) are generated
-from ``derivations/discrete.py``. float32 input is computed in float32,
-float16 in float32 and cast back; other real input in float64.
+Every map acts along ``axis``. The algorithms (sort-based thresholds,
+bisection, gppr Jacobian, ev-softmax logits) live in ``tsallis.core.discrete``,
+which the Torch ops run too; this module validates, moves the axis and picks
+the dtype. The closed forms (thresholds, entmax probabilities, gppr weights,
+the eq 10 shift, the eq 6 mass) are generated from ``derivations/discrete.py``.
+float32 input is computed in float32, float16 in float32 and cast back; other
+real input in float64.
 
 ev-softmax conventions (shared with ``torch_bridge``):
 - the support is {k : v_k >= min(mean(v), max(v))}: the clamp keeps the
@@ -16,9 +19,9 @@ ev-softmax conventions (shared with ``torch_bridge``):
 - ``mask`` marks the valid entries; masked entries and -inf entries take no
   part in the mean and get probability 0 (log-probability -inf); a masked entry
   may hold anything (NaN included), NaN or +inf in a valid entry raises;
-- a row without any valid entry returns all 0 (log: all -inf).
-(The Torch ops also keep an entry less than the dtype's smallest normal number
-below the mean, so that flush-to-zero cannot drop the maximum.)
+- a row without any valid entry returns all 0 (log: all -inf);
+- an entry less than the dtype's smallest normal number below the threshold
+  counts as a tie (kept), so that flush-to-zero cannot drop the maximum.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tsallis._generated import discrete as _gen
+from tsallis.core import discrete as _core
+from tsallis.core._generated import discrete as _gen
 from tsallis.core.validation import real_at_least
 
 FloatArray = NDArray[np.floating]
 
-BISECTION_STEPS = 64  # the bracket has width <= 1; 64 halvings reach float64 resolution
+BISECTION_STEPS = _core.BISECTION_STEPS
 
 
 def _scores(
@@ -76,66 +80,13 @@ def _restore(out: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
 def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
     """exp(v) / sum exp(v) along ``axis`` (seed 000 eq 3)."""
     z, dtype = _finite_scores(v, axis)
-    return _restore(_normalized(z, log=False), axis, dtype)
-
-
-def _sorted_prefix(z: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-    """Scores sorted in decreasing order, their prefix means and sizes 1..K."""
-    ordered = -np.sort(-z, axis=-1)
-    sizes = np.arange(1, z.shape[-1] + 1, dtype=z.dtype)
-    return ordered, np.cumsum(ordered, axis=-1) / sizes, sizes
-
-
-def _pick(per_size: FloatArray, ordered: FloatArray) -> FloatArray:
-    """The threshold of the largest prefix whose smallest entry lies above its threshold."""
-    support = (ordered > per_size).sum(axis=-1, keepdims=True)
-    return np.take_along_axis(per_size, support - 1, axis=-1)
-
-
-def _sparsemax_last(z: FloatArray) -> FloatArray:
-    # tau >= max - 1 (the top entry alone has mass 1): an entry more than 1 below the
-    # max is never in the support, so clipping at -2 changes nothing and keeps the
-    # prefix sums from overflowing (float32 [0, -3e38, -3e38] summed to -inf).
-    z = np.maximum(z - z.max(axis=-1, keepdims=True), -2)
-    ordered, means, sizes = _sorted_prefix(z)
-    tau = _pick(_gen.sparsemax_threshold(means, sizes).astype(z.dtype), ordered)
-    return np.maximum(z - tau, 0)
-
-
-def _entmax15_last(z: FloatArray) -> FloatArray:
-    # as in _sparsemax_last: on z / 2, tau >= max - 1, so -2 clips only zeros
-    z = np.maximum((z - z.max(axis=-1, keepdims=True)) / 2, -2)
-    ordered, means, sizes = _sorted_prefix(z)
-    variances = np.cumsum(ordered**2, axis=-1) / sizes - means**2
-    tau = _pick(_gen.entmax15_threshold(means, variances, sizes).astype(z.dtype), ordered)
-    return np.maximum(z - tau, 0) ** 2
-
-
-def _entmax_bisect_last(z: FloatArray, alpha: float) -> FloatArray:
-    """Bisection on tau for sum_i [(alpha-1) z_i - tau]_+^(1/(alpha-1)) = 1.
-
-    With z shifted to max 0 the root lies in [-1, -(1/K)^(alpha-1)]: at -1 the
-    top entry alone has mass 1, at the upper end no entry exceeds 1/K.
-    The final renormalization absorbs the last bisection step's residual.
-    """
-    z = z - z.max(axis=-1, keepdims=True)
-    shape = (*z.shape[:-1], 1)
-    lo = np.full(shape, -1.0, dtype=z.dtype)
-    hi = np.full(shape, -((1.0 / z.shape[-1]) ** (alpha - 1)), dtype=z.dtype)
-    for _ in range(BISECTION_STEPS):
-        mid = (lo + hi) / 2
-        total = _gen.entmax_probability(z, mid, alpha).sum(axis=-1, keepdims=True)
-        too_much = total >= 1
-        lo = np.where(too_much, mid, lo)
-        hi = np.where(too_much, hi, mid)
-    p = _gen.entmax_probability(z, lo, alpha).astype(z.dtype)
-    return p / p.sum(axis=-1, keepdims=True)
+    return _restore(_core.normalized(z), axis, dtype)
 
 
 def sparsemax(v: ArrayLike, axis: int = -1) -> FloatArray:
     """Euclidean projection of v onto the simplex (alpha = 2), exact, sort-based."""
     z, dtype = _finite_scores(v, axis)
-    return _restore(_sparsemax_last(z), axis, dtype)
+    return _restore(_core.sparsemax(z), axis, dtype)
 
 
 def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
@@ -147,34 +98,29 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     """
     alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
-    if alpha == 1:
-        out = _normalized(z, log=False)
-    elif alpha == 2:
-        out = _sparsemax_last(z)
-    elif alpha == 1.5:
-        out = _entmax15_last(z)
+    if alpha in (1, 1.5, 2):
+        out = _core.entmax(z, alpha)
     else:
         # Bisection runs in float64 whatever the input: for alpha > 2 the map is not
         # Lipschitz at the support edge (dp/dz = p^(2 - alpha)), and float32
         # arithmetic measured 7e-6 off at alpha = 3 for p ~ 2e-3.
-        out = _entmax_bisect_last(z.astype(np.float64), alpha)
+        out = _core.entmax_bisect(z.astype(np.float64), alpha)
     return _restore(out, axis, dtype)
 
 
 # --- ev-softmax (seed 002 eqs 7, 10) ---
 
 
-def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[np.bool_]:
-    """Valid entries: ``mask`` (broadcast to v, axis moved last) and not -inf.
+def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[np.bool_] | None:
+    """``mask`` broadcast to v with the axis moved last (None without a mask).
 
     NaN or +inf in an unmasked entry raises ValueError; a masked entry is
-    ignored whatever it holds.
+    ignored whatever it holds. (-inf entries are excluded by the core.)
     """
-    valid = np.isfinite(z)
     if mask is None:
         if np.isnan(z).any() or np.isposinf(z).any():
             raise ValueError("v must not contain NaN or +inf (outside the mask)")
-        return valid
+        return None
     mask = np.asarray(mask)
     if mask.dtype != np.bool_:
         raise TypeError(f"mask must be a boolean array (True = valid), got dtype {mask.dtype}")
@@ -186,45 +132,26 @@ def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[
     counted = np.moveaxis(broadcast, axis, -1)
     if (counted & (np.isnan(z) | np.isposinf(z))).any():
         raise ValueError("v must not contain NaN or +inf (outside the mask)")
-    return valid & counted
+    return counted
 
 
-def _ev_logits(
-    v: ArrayLike, axis: int, mask: ArrayLike | None, eps: float
-) -> tuple[FloatArray, NDArray[np.bool_], np.dtype]:
-    """Logits whose softmax is ev_softmax_train,eps (eq 10), with invalid entries at -inf.
+def _ev_normalized(
+    v: ArrayLike, axis: int, mask: ArrayLike | None, eps: float, log: bool
+) -> FloatArray:
+    """ev_softmax_train,eps (its log with ``log``) through the core's logits (eq 10).
 
-    Also returns the rows with no valid entry (their logits are set to 0 so
-    the normalization stays finite; callers overwrite those rows).
+    Rows with no valid entry give 0 (log: -inf).
     """
     eps = real_at_least("eps", eps, 0.0)
     z, dtype = _scores(v, axis, check_values=False)
     valid = _valid_entries(z, mask, axis)
-    count = valid.sum(axis=-1, keepdims=True)
-    empty = count == 0
-    finite = np.where(valid, z, 0)
-    top = np.where(valid, z, -np.inf).max(axis=-1, keepdims=True)
-    divisor = np.maximum(count, 1)
-    with np.errstate(over="ignore"):
-        mean = finite.sum(axis=-1, keepdims=True) / divisor
-    if not np.isfinite(mean).all():  # huge entries: divide first so the sum cannot overflow
-        mean = (finite / divisor).sum(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore"):  # eps = 0: log(0) = -inf is eq 7
-        shift = _gen.ev_softmax_offsupport_shift(z.dtype.type(eps)).astype(z.dtype)
-    threshold = np.minimum(mean, top)
-    logits = np.where(finite >= threshold, finite, finite + shift)
-    logits = np.where(valid, logits, -np.inf)
-    return np.where(empty, 0, logits), empty, dtype
-
-
-def _normalized(logits: FloatArray, log: bool) -> FloatArray:
-    """softmax (or log_softmax) over the last axis; -inf logits get 0 (-inf)."""
-    top = logits.max(axis=-1, keepdims=True)
-    with np.errstate(over="ignore"):  # a difference beyond the range is -inf: e = 0
-        shifted = logits - top
-    e = np.exp(shifted)
-    total = e.sum(axis=-1, keepdims=True)
-    return shifted - np.log(total) if log else e / total
+    # -inf - finite and huge differences are -inf (probability 0), as intended
+    with np.errstate(over="ignore", invalid="ignore"):
+        logits, empty = _core.ev_logits(z, valid, eps)
+        out = _core.normalized(logits, log=log)
+    if empty is not None:
+        out = np.where(empty, -np.inf if log else 0, out)
+    return _restore(out, axis, dtype)
 
 
 def ev_softmax(
@@ -235,8 +162,7 @@ def ev_softmax(
     p_k is proportional to (1{v_k >= mean(v)} + eps) exp(v_k) over the valid
     entries; see the module docstring for mask and edge cases.
     """
-    logits, empty, dtype = _ev_logits(v, axis, mask, eps)
-    return _restore(np.where(empty, 0, _normalized(logits, log=False)), axis, dtype)
+    return _ev_normalized(v, axis, mask, eps, log=False)
 
 
 def log_ev_softmax(
@@ -247,8 +173,7 @@ def log_ev_softmax(
     Finite on every valid entry when eps > 0; with eps = 0 the entries off the
     support are -inf. Masked entries are -inf.
     """
-    logits, empty, dtype = _ev_logits(v, axis, mask, eps)
-    return _restore(np.where(empty, -np.inf, _normalized(logits, log=True)), axis, dtype)
+    return _ev_normalized(v, axis, mask, eps, log=True)
 
 
 # --- post-hoc evidential sparsification (seed 002 eqs 4-6) ---
@@ -310,10 +235,7 @@ def _product_of_others(factors: FloatArray) -> FloatArray:
 
 def gppr_jacobian(weights: FloatArray) -> FloatArray:
     """Diag(s) - s s^T / sum(s) over the last axis (the finite cov_{p,2-alpha})."""
-    total = weights.sum(axis=-1, keepdims=True)[..., None]
-    total = np.where(total > 0, total, 1)  # an all-masked row has no support: J = 0
-    outer = weights[..., :, None] * weights[..., None, :]
-    return weights[..., :, None] * np.eye(weights.shape[-1], dtype=weights.dtype) - outer / total
+    return _core.gppr_jacobian(np.asarray(weights))
 
 
 def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
@@ -334,12 +256,11 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
     p = entmax(z, alpha)
-    weights = _gen.entmax_gppr_weight(p, alpha).astype(z.dtype)
-    return gppr_jacobian(weights).astype(dtype, copy=False)
+    return _core.gppr_jacobian(_core.gppr_weights(p, alpha)).astype(dtype, copy=False)
 
 
 def ev_softmax_jacobian(v: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """Eq 9: Diag(p) - p p^T with p = ev_softmax(v) (0 in every row or column off the support)."""
     p = np.moveaxis(ev_softmax(v, axis=axis, mask=mask), axis, -1)
     work = p.astype(np.promote_types(p.dtype, np.float32))
-    return gppr_jacobian(work).astype(p.dtype, copy=False)
+    return _core.gppr_jacobian(work).astype(p.dtype, copy=False)

@@ -9,7 +9,7 @@ from . import triangular
 from . import location_scale_cubic
 from . import location_scale_quadratic
 from . import beta_gaussian
-from . import discrete
 from tsallis.core._generated import attention
+from tsallis.core._generated import discrete
 
-__all__ = ["deformed", "gaussian", "laplace", "truncated_parabola", "truncated_paraboloid", "triangular", "location_scale_cubic", "location_scale_quadratic", "beta_gaussian", "discrete", "attention"]
+__all__ = ["deformed", "gaussian", "laplace", "truncated_parabola", "truncated_paraboloid", "triangular", "location_scale_cubic", "location_scale_quadratic", "beta_gaussian", "attention", "discrete"]

@@ -5,6 +5,10 @@
   functions the array API lacks, for NumPy arrays and Torch tensors alike.
 - ``window``: 1D window moments and 2D radial moments of continuous attention,
   written once against that namespace (both faces run it).
+- ``discrete``: softmax, sparsemax, entmax (sort-based and bisection), the gppr
+  Jacobian and the ev-softmax logits, likewise written once.
+- ``branching``: how the core skips work no element needs (a host read, or
+  torch.cond supplied by the Torch face under torch.compile).
 - ``_generated``: closed forms printed once for the array namespace.
 - ``tuning``: the regime thresholds and node counts shared by both backends.
 - ``rules``: Gauss-Legendre and Gauss-Jacobi tables (any exponent).

@@ -58,10 +58,22 @@ STIRLING_TERMS = [
 ]
 
 
+# The namespace of one array type, looked up once: array_namespace costs about 3 us a
+# call, which the small ops of the core pay several times per call.
+_BY_TYPE: dict[type, ModuleType] = {}
+
+
 def namespace(*values: object) -> ModuleType:
     """The array namespace of the array arguments (NumPy's when there are none)."""
+    if len(values) == 1:
+        known = _BY_TYPE.get(type(values[0]))
+        if known is not None:
+            return known
     found = [v for v in values if hasattr(v, "__array_namespace__") or is_torch_array(v)]
-    return array_namespace(*found) if found else array_namespace(np.empty(0))
+    xp = array_namespace(*found) if found else array_namespace(np.empty(0))
+    if len(values) == 1 and found:
+        _BY_TYPE[type(values[0])] = xp
+    return xp
 
 
 def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:

@@ -38,17 +38,15 @@ from array_api_compat import is_numpy_array
 from tsallis.core import arrays as _xs
 from tsallis.core import tuning as T
 from tsallis.core._generated import attention as gen
+from tsallis.core.branching import Branch, full_branch, host_branch
 from tsallis.core.rules import gauss_jacobi, legendre_unit, window_rule
 
 __all__ = [
-    "Branch",
     "alpha_constants",
     "attention_moments",
     "closed_moments",
     "float32_closed_suffices",
-    "full_branch",
     "half_width",
-    "host_branch",
     "prepare_tables",
     "radial_moments",
     "support_units",
@@ -57,26 +55,6 @@ __all__ = [
 
 Array = Any
 Moments = dict[str, Array]
-# branch(pred, cheap, full, operands): cheap(*operands) may be taken only where the
-# 0-dim boolean pred holds; full(*operands) is valid always. Both return tuples of
-# arrays of the same shapes and dtypes.
-Branch = Callable[[Array, Callable[..., tuple], Callable[..., tuple], tuple], tuple]
-
-
-def host_branch(
-    pred: Array, cheap: Callable[..., tuple], full: Callable[..., tuple], operands: tuple
-) -> tuple:
-    """The branch that pred picks, read on the host (one read)."""
-    return cheap(*operands) if bool(pred) else full(*operands)
-
-
-def full_branch(
-    pred: Array, cheap: Callable[..., tuple], full: Callable[..., tuple], operands: tuple
-) -> tuple:
-    """Always the branch valid everywhere: no host read (accelerators in eager mode, meta)."""
-    return full(*operands)
-
-
 # Node tables per (exponent, namespace, device), converted once; torch.compile
 # reads them as constants: compile after one eager call for an alpha outside
 # the closed forms.
