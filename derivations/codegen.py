@@ -83,16 +83,31 @@ def render_function(kernel: Kernel, printer: BackendPrinter) -> str:
 
 
 def render_module(
-    title: str, source: str, function: str, kernels: Iterable[Kernel], backend: str
+    title: str,
+    source: str,
+    function: str,
+    kernels: Iterable[Kernel],
+    backend: str,
+    shared: tuple[str, list[str]] | None = None,
 ) -> str:
-    """The full text of one generated module for ``backend``."""
+    """The full text of one generated module for ``backend``.
+
+    ``shared`` (module, names): kernels printed once for the array namespace that
+    this module re-exports next to its own.
+    """
     printer = BackendPrinter(BACKENDS[backend])
     selected = [k for k in kernels if backend in k.backends]
+    imports = "\n".join(printer.backend.imports) + "\n"
+    names = [k.name for k in selected]
+    if shared:
+        module, shared_names = shared
+        imports += f"\nfrom {module} import {', '.join(shared_names)}\n"
+        names = shared_names + names
     parts = [
         HEADER.format(source=source, function=function),
         f'"""{title} ({backend}). Generated closed forms; see derivations/FORMULAS.md."""\n',
-        "\n".join(printer.backend.imports) + "\n",
-        "__all__ = [" + ", ".join(f'"{k.name}"' for k in selected) + "]\n",
+        imports,
+        "__all__ = [" + ", ".join(f'"{name}"' for name in names) + "]\n",
     ]
     parts.extend("\n" + render_function(k, printer) for k in selected)
     return "\n".join(parts)

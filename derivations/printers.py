@@ -240,6 +240,7 @@ ARRAY_API = Backend(
         log1p: _call("xp.log1p"),
         exprel: _call("_xs.exprel"),
         log1prel: _call("_xs.log1prel"),
+        softplus: _call("_xs.softplus"),
         sp.Heaviside: _heaviside("xp.where"),
         sp.Max: _max_min("xp.maximum", None),
         sp.Min: _max_min("xp.minimum", None),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -81,6 +82,24 @@ def _backends(result: FamilyDerivation | KernelSet) -> set[str]:
     return {backend for kernel in result.kernels for backend in kernel.backends}
 
 
+def _printed_once(result: FamilyDerivation | KernelSet) -> FamilyDerivation | KernelSet:
+    """A kernel that both faces use is printed once, for the array namespace (xp).
+
+    Kernels of one face only (the NumPy quantiles and cdfs that need SciPy's
+    incomplete beta) keep their own printer.
+    """
+    kernels = tuple(
+        dataclasses.replace(
+            kernel,
+            backends=("xp", *(b for b in kernel.backends if b not in ("numpy", "torch"))),
+        )
+        if {"numpy", "torch"} <= set(kernel.backends)
+        else kernel
+        for kernel in result.kernels
+    )
+    return dataclasses.replace(result, kernels=kernels)
+
+
 def render_all(names: list[str] | None = None) -> dict[Path, str]:
     """Relative path -> text of every generated file (all targets when names is None)."""
     chosen = [t for t in TARGETS if names is None or t.module in names]
@@ -89,13 +108,18 @@ def render_all(names: list[str] | None = None) -> dict[Path, str]:
         raise ValueError(
             f"family: unknown {sorted(unknown)}; choose from {[t.module for t in TARGETS]}"
         )
-    derived = [(target, target.derive()) for target in chosen]
+    derived = [(target, _printed_once(target.derive())) for target in chosen]
     files: dict[Path, str] = {}
     for backend, folder in OUTPUT_DIRS.items():
         # Every face lists every family; the shared (xp) modules are imported from the core.
+        # A face's own module of a family also re-exports the family's shared kernels.
         everything = [(t.module, _backends(result)) for t, result in derived]
         own = [module for module, kinds in everything if backend in kinds]
-        shared = [module for module, kinds in everything if "xp" in kinds and backend != "xp"]
+        shared = [
+            module
+            for module, kinds in everything
+            if "xp" in kinds and backend != "xp" and backend not in kinds
+        ]
         init = (
             f'"""Generated {backend} closed forms. Do NOT edit: run `tsallis derive`."""\n\n'
             + "".join(f"from . import {module}\n" for module in own)
@@ -109,8 +133,18 @@ def render_all(names: list[str] | None = None) -> dict[Path, str]:
         for target, result in derived:
             if backend not in _backends(result):
                 continue
+            shared_names = [k.name for k in result.kernels if "xp" in k.backends]
             text = render_module(
-                result.title, target.source, target.function, result.kernels, backend
+                result.title,
+                target.source,
+                target.function,
+                result.kernels,
+                backend,
+                shared=(
+                    (f"tsallis.core._generated.{target.module}", shared_names)
+                    if backend != "xp" and shared_names
+                    else None
+                ),
             )
             files[folder / f"{target.module}.py"] = text
     if names is None:

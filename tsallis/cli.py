@@ -124,13 +124,21 @@ def _derive(args: argparse.Namespace) -> int:
     if given:
         raise UsageError(f"derive: {', '.join(given)} need(s) the family: derive location-scale")
     from derivations.codegen import compare_or_update
-    from derivations.registry import ROOT, render_all
+    from derivations.registry import OUTPUT_DIRS, ROOT, render_all
 
     drift = []
-    for relative, text in render_all().items():
+    files = render_all()
+    for relative, text in files.items():
         diff = compare_or_update(ROOT / relative, text, update=not args.check)
         if diff:
             drift.append(diff)
+    # A module no derivation emits any more (a kernel moved to the shared core) is stale.
+    for folder in OUTPUT_DIRS.values():
+        for path in sorted((ROOT / folder).glob("*.py")):
+            if path.relative_to(ROOT) not in files:
+                drift.append(f"stale generated module (no derivation emits it): {path}\n")
+                if not args.check:
+                    path.unlink()
     if args.check:
         if drift:
             sys.stdout.write("".join(drift))

@@ -1,14 +1,14 @@
 """Generated torch closed forms. Do NOT edit: run `tsallis derive`."""
 
-from . import deformed
-from . import gaussian
-from . import laplace
-from . import truncated_parabola
-from . import truncated_paraboloid
-from . import triangular
-from . import location_scale_cubic
-from . import location_scale_quadratic
-from . import beta_gaussian
+from tsallis.core._generated import deformed
+from tsallis.core._generated import gaussian
+from tsallis.core._generated import laplace
+from tsallis.core._generated import truncated_parabola
+from tsallis.core._generated import truncated_paraboloid
+from tsallis.core._generated import triangular
+from tsallis.core._generated import location_scale_cubic
+from tsallis.core._generated import location_scale_quadratic
+from tsallis.core._generated import beta_gaussian
 from tsallis.core._generated import attention
 from tsallis.core._generated import discrete
 

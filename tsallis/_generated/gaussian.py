@@ -7,68 +7,12 @@ import numpy as np
 import scipy.special as _sp
 from tsallis.core import special as _special
 
-__all__ = ["log_partition", "variance", "entropy", "logpdf", "pdf", "cdf", "ppf", "log_partition_nd", "entropy_nd", "logpdf_d2"]
+from tsallis.core._generated.gaussian import log_partition, variance, entropy, logpdf, pdf, cdf, log_partition_nd, entropy_nd, logpdf_d2
 
-
-def log_partition(scale):
-    """A = log(sqrt(2 pi) sigma)."""
-    scale, = _special.as_arrays(scale)
-    return np.log(scale) + 0.9189385332046728
-
-
-def variance(scale):
-    """Variance sigma^2."""
-    scale, = _special.as_arrays(scale)
-    return scale**2
-
-
-def entropy(scale):
-    """Shannon entropy."""
-    scale, = _special.as_arrays(scale)
-    return np.log(scale) + 0.34657359027997264 + 0.5 + 0.5723649429247001
-
-
-def logpdf(x, loc, scale):
-    """log p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    return -0.5*_dx**2/scale**2 - np.log(scale) - 0.9189385332046728
-
-
-def pdf(x, loc, scale):
-    """p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    return 0.3989422804014327*np.exp(-0.5*_dx**2/scale**2)/scale
-
-
-def cdf(x, loc, scale):
-    """cdf (erfc form, accurate in the lower tail)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    return 1 - 0.5*_sp.erfc(0.7071067811865476*_dx/scale)
+__all__ = ["log_partition", "variance", "entropy", "logpdf", "pdf", "cdf", "log_partition_nd", "entropy_nd", "logpdf_d2", "ppf"]
 
 
 def ppf(q, loc, scale):
     """Quantile function."""
     q, loc, scale = _special.as_arrays(q, loc, scale)
     return loc - 1.4142135623730951*scale*_sp.erfcinv(2*q)
-
-
-def log_partition_nd(n, logdet):
-    """A in N dimensions."""
-    n, logdet = _special.as_arrays(n, logdet)
-    return 0.5*logdet + 0.9189385332046728*n
-
-
-def entropy_nd(n, logdet):
-    """Shannon entropy in N dimensions."""
-    n, logdet = _special.as_arrays(n, logdet)
-    _t0 = 0.5*n
-    return 0.6931471805599453*_t0 + _t0 + 1.1447298858494002*_t0 + 0.5*logdet
-
-
-def logpdf_d2(d2, n, logdet):
-    """log p at squared Mahalanobis distance d2."""
-    d2, n, logdet = _special.as_arrays(d2, n, logdet)
-    return -0.5*d2 - 0.5*logdet - 0.9189385332046728*n

@@ -7,40 +7,9 @@ import numpy as np
 import scipy.special as _sp
 from tsallis.core import special as _special
 
+from tsallis.core._generated.laplace import log_partition, variance, entropy, logpdf, pdf
+
 __all__ = ["log_partition", "variance", "entropy", "logpdf", "pdf", "cdf", "ppf"]
-
-
-def log_partition(scale):
-    """A = log(2 b)."""
-    scale, = _special.as_arrays(scale)
-    return np.log(scale) + 0.6931471805599453
-
-
-def variance(scale):
-    """Variance 2 b^2."""
-    scale, = _special.as_arrays(scale)
-    return 2*scale**2
-
-
-def entropy(scale):
-    """Shannon entropy."""
-    scale, = _special.as_arrays(scale)
-    return np.log(scale) + 0.6931471805599453 + 1
-
-
-def logpdf(x, loc, scale):
-    """log p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    return -np.log(scale) - 0.6931471805599453 - np.abs(_dx)/scale
-
-
-def pdf(x, loc, scale):
-    """p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = 1/scale
-    return 0.5*_t0*np.exp(-_t0*np.abs(_dx))
 
 
 def cdf(x, loc, scale):

@@ -7,47 +7,9 @@ import numpy as np
 import scipy.special as _sp
 from tsallis.core import special as _special
 
+from tsallis.core._generated.location_scale_cubic import threshold, half_width, variance, tsallis_entropy, pdf, logpdf
+
 __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "logpdf", "cdf", "tail_mass"]
-
-
-def threshold(scale):
-    """lambda = -g'(a)/sigma."""
-    scale, = _special.as_arrays(scale)
-    return -0.6551853485522241/scale
-
-
-def half_width(scale):
-    """Support half-width."""
-    scale, = _special.as_arrays(scale)
-    return 1.1447142425533319*scale
-
-
-def variance(scale):
-    """Variance."""
-    scale, = _special.as_arrays(scale)
-    return 0.26207413942088964*scale**2
-
-
-def tsallis_entropy(scale):
-    """Tsallis 2-entropy (1 - int p^2) / 2."""
-    scale, = _special.as_arrays(scale)
-    return 0.1*(5*scale - 2.6207413942088964)/scale
-
-
-def pdf(x, loc, scale):
-    """p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = (-0.5*_dx**2/scale**2 + 0.6551853485522241)/scale
-    return np.where((_t0 > 0), np.where(_t0 > 0, _t0, 1), 0)
-
-
-def logpdf(x, loc, scale):
-    """log p(x); -inf outside the support."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = (-0.5*_dx**2/scale**2 + 0.6551853485522241)/scale
-    return np.where((_t0 > 0), np.log(np.where(_t0 > 0, _t0, 1)), -np.inf)
 
 
 def cdf(x, loc, scale):

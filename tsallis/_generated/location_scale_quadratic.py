@@ -7,49 +7,9 @@ import numpy as np
 import scipy.special as _sp
 from tsallis.core import special as _special
 
+from tsallis.core._generated.location_scale_quadratic import threshold, half_width, variance, tsallis_entropy, pdf, logpdf
+
 __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "logpdf", "cdf", "tail_mass"]
-
-
-def threshold(scale):
-    """lambda = -g'(a)/sigma."""
-    scale, = _special.as_arrays(scale)
-    return -1/scale
-
-
-def half_width(scale):
-    """Support half-width."""
-    scale, = _special.as_arrays(scale)
-    return scale
-
-
-def variance(scale):
-    """Variance."""
-    scale, = _special.as_arrays(scale)
-    return 0.16666666666666666*scale**2
-
-
-def tsallis_entropy(scale):
-    """Tsallis 2-entropy (1 - int p^2) / 2."""
-    scale, = _special.as_arrays(scale)
-    return 0.16666666666666666*(3*scale - 2)/scale
-
-
-def pdf(x, loc, scale):
-    """p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = 1/scale
-    _t1 = _t0*(-_t0*np.abs(_dx) + 1)
-    return np.where((_t1 > 0), np.where(_t1 > 0, _t1, 1), 0)
-
-
-def logpdf(x, loc, scale):
-    """log p(x); -inf outside the support."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = 1/scale
-    _t1 = _t0*(-_t0*np.abs(_dx) + 1)
-    return np.where((_t1 > 0), np.log(np.where(_t1 > 0, _t1, 1)), -np.inf)
 
 
 def cdf(x, loc, scale):

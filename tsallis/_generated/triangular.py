@@ -7,47 +7,9 @@ import numpy as np
 import scipy.special as _sp
 from tsallis.core import special as _special
 
+from tsallis.core._generated.triangular import threshold, half_width, variance, tsallis_entropy, pdf, logpdf
+
 __all__ = ["threshold", "half_width", "variance", "tsallis_entropy", "pdf", "logpdf", "cdf", "ppf"]
-
-
-def threshold(scale):
-    """lambda = -1/sqrt(b) (eq 12)."""
-    scale, = _special.as_arrays(scale)
-    return -1/np.sqrt(scale)
-
-
-def half_width(scale):
-    """Support half-width."""
-    scale, = _special.as_arrays(scale)
-    return np.sqrt(scale)
-
-
-def variance(scale):
-    """Variance."""
-    scale, = _special.as_arrays(scale)
-    return 0.16666666666666666*scale
-
-
-def tsallis_entropy(scale):
-    """Tsallis 2-entropy (1 - int p^2) / 2."""
-    scale, = _special.as_arrays(scale)
-    return 0.5 - 0.3333333333333333/np.sqrt(scale)
-
-
-def pdf(x, loc, scale):
-    """p(x)."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = np.abs(_dx)/scale - 1/np.sqrt(scale)
-    return np.where((_t0 < 0), np.where(-_t0 > 0, -_t0, 1), 0)
-
-
-def logpdf(x, loc, scale):
-    """log p(x); -inf outside the support."""
-    x, loc, scale = _special.as_arrays(x, loc, scale)
-    _dx = x - loc
-    _t0 = np.abs(_dx)/scale - 1/np.sqrt(scale)
-    return np.where((_t0 < 0), np.log(np.where(-_t0 > 0, -_t0, 1)), -np.inf)
 
 
 def cdf(x, loc, scale):

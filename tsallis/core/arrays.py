@@ -32,6 +32,7 @@ __all__ = [
     "namespace",
     "ndtr",
     "normal_mass",
+    "softplus",
 ]
 
 Array = Any  # a NumPy array or a Torch tensor
@@ -58,6 +59,8 @@ STIRLING_TERMS = [
 ]
 
 
+_NUMPY_LIKE = (np.ndarray, np.generic, float, int)
+
 # The namespace of one array type, looked up once: array_namespace costs about 3 us a
 # call, which the small ops of the core pay several times per call.
 _BY_TYPE: dict[type, ModuleType] = {}
@@ -69,7 +72,15 @@ def namespace(*values: object) -> ModuleType:
         known = _BY_TYPE.get(type(values[0]))
         if known is not None:
             return known
-    found = [v for v in values if hasattr(v, "__array_namespace__") or is_torch_array(v)]
+    found = [
+        v
+        for v in values
+        if isinstance(v, np.ndarray)
+        or (
+            not isinstance(v, _NUMPY_LIKE)
+            and (hasattr(v, "__array_namespace__") or is_torch_array(v))
+        )
+    ]
     xp = array_namespace(*found) if found else array_namespace(np.empty(0))
     if len(values) == 1 and found:
         _BY_TYPE[type(values[0])] = xp
@@ -84,7 +95,11 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
     the first one the device. Python numbers and integer arrays are converted;
     nothing is copied when an argument already matches.
     """
-    if any(is_torch_array(v) for v in values):
+    # NumPy values and Python numbers first: no framework check (cheaper, and it needs no
+    # torch module at all; tests hide torch as sys.modules["torch"] = None)
+    if not all(isinstance(v, _NUMPY_LIKE) for v in values) and any(
+        is_torch_array(v) for v in values
+    ):
         return _torch_arrays(values)
     out = []
     for v in values:
@@ -95,9 +110,13 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
 
 def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, ...]]:
     tensors = [v for v in values if is_torch_array(v)]
-    xp = array_namespace(*tensors)
+    xp = namespace(tensors[0])
+    dtypes = {t.dtype for t in tensors}
     floating = [t for t in tensors if xp.isdtype(t.dtype, "real floating")]
-    if floating:
+    if len(dtypes) == 1 and tensors[0].dtype in (xp.float32, xp.float64):
+        # the common case, without result_type (a few us a call)
+        dtype, device = tensors[0].dtype, tensors[0].device
+    elif floating:
         dtype = xp.result_type(xp.float32, *(t.dtype for t in floating))
         device = floating[0].device
     else:
@@ -147,6 +166,12 @@ def log1prel(x: Array) -> Array:
     small = xp.abs(x) < _SERIES_CUTOFF
     safe = xp.where(small, xp.ones_like(x), x)
     return xp.where(small, _horner(x, _LOG1PREL_TERMS), xp.log1p(safe) / safe)
+
+
+def softplus(x: Array) -> Array:
+    """log(1 + exp(x)) without overflow, as log(exp(0) + exp(x))."""
+    xp = namespace(x)
+    return xp.logaddexp(xp.zeros_like(x), x)
 
 
 def ndtr(x: Array) -> Array:
