@@ -71,8 +71,7 @@ def _sorted_prefix(z: Array) -> tuple[Array, Array, Array]:
 def _pick(per_size: Array, ordered: Array) -> Array:
     """The threshold of the largest prefix whose smallest entry lies above its threshold."""
     xp = _xs.namespace(per_size)
-    above = xp.astype(ordered > per_size, xp.int64)
-    support = xp.sum(above, axis=-1, keepdims=True)
+    support = xp.sum(ordered > per_size, axis=-1, keepdims=True, dtype=xp.int64)
     return xp.take_along_axis(per_size, support - 1, axis=-1)
 
 
@@ -90,7 +89,7 @@ def sparsemax(z: Array) -> Array:
     # prefix sums from overflowing (float32 [0, -3e38, -3e38] summed to -inf).
     z = xp.maximum(z - xp.max(z, axis=-1, keepdims=True), -2.0)
     ordered, means, sizes = _sorted_prefix(z)
-    tau = _pick(xp.astype(gen.sparsemax_threshold(means, sizes), z.dtype), ordered)
+    tau = _pick(xp.astype(gen.sparsemax_threshold(means, sizes), z.dtype, copy=False), ordered)
     return xp.maximum(z - tau, 0.0)
 
 
@@ -107,7 +106,9 @@ def entmax15(z: Array) -> Array:
     z = xp.maximum((z - xp.max(z, axis=-1, keepdims=True)) / 2, -2.0)
     ordered, means, sizes = _sorted_prefix(z)
     variances = xp.cumulative_sum(ordered * ordered, axis=-1) / sizes - means * means
-    tau = _pick(xp.astype(gen.entmax15_threshold(means, variances, sizes), z.dtype), ordered)
+    tau = _pick(
+        xp.astype(gen.entmax15_threshold(means, variances, sizes), z.dtype, copy=False), ordered
+    )
     p = xp.maximum(z - tau, 0.0)
     return p * p
 
@@ -316,10 +317,8 @@ def ev_logits(
         return branch(xp.isfinite(spread), fast, robust, operands)
     if not math.isfinite(float(spread)):  # the host read (xp.isfinite and xp.all cost more)
         return robust(*operands)
-    if valid is None:  # no row can be empty: skip fast's empty test
-        threshold = xp.minimum(mean, top)
-        return _support_logits(xp, x, threshold, top, shift, minus_tiny), None
-    return fast(*operands)
+    y, empty = fast(*operands)
+    return y, None if valid is None else empty  # no mask, fast path: no row can be empty
 
 
 def _masked_logits(xp: ModuleType, y: Array, *masked: Array) -> Array:
