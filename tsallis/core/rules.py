@@ -19,13 +19,28 @@ from tsallis.core.tuning import SMOOTH_EXPONENT
 
 FloatArray = NDArray[np.float64]
 
-__all__ = ["gauss_jacobi", "legendre_unit", "window_rule"]
+__all__ = ["gauss_jacobi", "hermite_normal", "legendre_unit", "window_rule"]
 
 
 @lru_cache(maxsize=256)
 def legendre_unit(n: int) -> tuple[FloatArray, FloatArray]:
     """Gauss-Legendre nodes and weights on [-1, 1] (cached; read-only)."""
     nodes, weights = np.polynomial.legendre.leggauss(n)
+    nodes.flags.writeable = False
+    weights.flags.writeable = False
+    return nodes, weights
+
+
+@lru_cache(maxsize=16)
+def hermite_normal(n: int) -> tuple[FloatArray, FloatArray]:
+    """Gauss-Hermite nodes and weights for E[g(Y)], Y ~ N(0, 1) (cached; read-only).
+
+    The weights sum to 1; the rule is exact for polynomials of degree 2n - 1.
+    Made exactly mirror-symmetric (node -y_i is node y_i negated, same weight).
+    """
+    nodes, weights = np.polynomial.hermite_e.hermegauss(n)
+    nodes, weights = (nodes - nodes[::-1]) / 2, (weights + weights[::-1]) / 2
+    weights = weights / math.sqrt(2 * math.pi)
     nodes.flags.writeable = False
     weights.flags.writeable = False
     return nodes, weights

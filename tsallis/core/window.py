@@ -39,7 +39,7 @@ from tsallis.core import arrays as _xs
 from tsallis.core import tuning as T
 from tsallis.core._generated import attention as gen
 from tsallis.core.branching import Branch, full_branch, host_branch
-from tsallis.core.rules import gauss_jacobi, legendre_unit, window_rule
+from tsallis.core.rules import gauss_jacobi, hermite_normal, legendre_unit, window_rule
 
 __all__ = [
     "alpha_constants",
@@ -208,6 +208,44 @@ def _wide_moments(c: Array, r: Array, m: float, second: Array, mass: Array) -> M
     }
 
 
+def _escort_power(xp: Any, plus: Array, minus: Array, u: Array, m: float) -> Array:
+    """(plus * minus)^m, the escort (1 - u^2)^m from plus = 1 + u and minus = 1 - u.
+
+    From SMOOTH_EXPONENT on in log space (pow of the product would lose m * eps):
+    log1p(-u^2) near the centre, log(1 + u) + log(1 - u) towards the edges.
+    """
+    if m == 0:
+        return xp.ones_like(plus)
+    if m >= T.SMOOTH_EXPONENT:
+        centred = xp.abs(u) < 0.5
+        near = xp.log1p(-xp.where(centred, u * u, 0.0))
+        far = xp.log(xp.where(centred, 1.0, plus)) + xp.log(xp.where(centred, 1.0, minus))
+        return xp.exp(m * xp.where(centred, near, far))
+    return (plus * minus) ** m
+
+
+def _hermite_moments(ep: Array, em: Array, r: Array, m: float, second: Array) -> Moments:
+    """Window moments of an RBF well inside the support, by the Gaussian's own rule.
+
+    E[f(c + r Y)], Y ~ N(0, 1), with HERMITE_NODES Gauss-Hermite nodes: exact for
+    polynomial f of degree 2 HERMITE_NODES - 1, and accurate while the escort bends
+    little over the RBF (see tuning.HERMITE_MAX_BEND). 1 +- u come from the edge
+    distances; mirrored nodes are summed first, so a centred RBF gives m1 = 0.
+    """
+    xp = _xs.namespace(r)
+    (y, w) = _cached(("hermite", T.HERMITE_NODES), r, lambda: hermite_normal(T.HERMITE_NODES))
+    rr = r[:, None]
+    plus = em[:, None] + rr * y  # 1 + u
+    minus = ep[:, None] - rr * y  # 1 - u
+    u = (plus - minus) / 2
+    weight = w * _escort_power(xp, plus, minus, u, m)
+    return {
+        "rho": _mirror_sum(xp, weight * plus * minus),
+        "m1": _mirror_sum(xp, weight * u),
+        "m2c": _mirror_sum(xp, weight * (u * u - second)),
+    }
+
+
 def _window_quadrature(ep: Array, em: Array, r: Array, m: float, second: Array) -> Moments:
     """Gauss-Jacobi window moments (rho, m1, m2c), one window per element.
 
@@ -227,17 +265,14 @@ def _window_quadrature(ep: Array, em: Array, r: Array, m: float, second: Array) 
     minus = window["gap_hi"][:, None] + rr * h * one_minus  # 1 - u
     u = (plus - minus) / 2
     weight = w * h
-    if m >= T.SMOOTH_EXPONENT:  # (1 - u^2)^m in log space: pow would lose m * eps
-        centred = xp.abs(u) < 0.5
-        near = xp.log1p(-xp.where(centred, u * u, 0.0))
-        far = xp.log(xp.where(centred, 1.0, plus)) + xp.log(xp.where(centred, 1.0, minus))
-        weight = weight * xp.exp(m * xp.where(centred, near, far))
-    elif m != 0:
-        # A joined edge: the rule holds (1 -+ xi)^m, so scale by (r h)^m there.
+    scaled_plus, scaled_minus = plus, minus
+    if m != 0 and m < T.SMOOTH_EXPONENT:
+        # A joined edge: the rule holds (1 -+ xi)^m, so scale by (r h)^m there
+        # (no edge is joined from SMOOTH_EXPONENT on).
         scaled_plus = xp.where(left[:, None], rr * h, plus)
         scaled_minus = xp.where(right[:, None], rr * h, minus)
-        weight = weight * (scaled_plus * scaled_minus) ** m
-    weight = weight * gen.rbf_pdf(y, 1.0)
+    escort = _escort_power(xp, scaled_plus, scaled_minus, u, m)
+    weight = weight * escort * gen.rbf_pdf(y, 1.0)
     return {
         "rho": _mirror_sum(xp, weight * plus * minus),
         "m1": _mirror_sum(xp, weight * u),
@@ -333,6 +368,24 @@ def _negligible(bound: Array, out: Moments, row: int, absolute: Array | None = N
         largest = xp.max(xp.reshape(xp.abs(value), (-1, row)), axis=-1, keepdims=True)
         size = xp.abs(value) if absolute is None else 1 / absolute
         ok = ok & (bound * size <= 100 * _by_row(xp, largest, row))
+    return ok
+
+
+def _far_negligible(outside: Array, state: tuple[Array, ...], row: int) -> Array:
+    """Where an RBF lies so far outside the support that its moments are negligible.
+
+    outside: RBF widths from the nearer edge to the centre (0 inside). With an escort
+    of at most 1 (m >= 0), |rho|, |m1| and |m2c| are at most the Gaussian tail
+    Phi(-outside); the element is negligible when that tail is at most FAR_NEGLIGIBLE
+    times each moment's largest magnitude in the row so far (the largest only grows
+    as later regimes fill the row, so the decision stays safe).
+    """
+    xp = _xs.namespace(outside)
+    tail = _xs.ndtr(-outside)
+    ok = outside >= T.HERMITE_MIN_EDGE
+    for value in state[:3]:
+        largest = xp.max(xp.reshape(xp.abs(value), (-1, row)), axis=-1, keepdims=True)
+        ok = ok & (tail <= T.FAR_NEGLIGIBLE * _by_row(xp, largest, row))
     return ok
 
 
@@ -467,6 +520,7 @@ def prepare_tables(alpha: float, like: Array) -> None:
     alpha_constants(alpha)
     m = 1 / (alpha - 1) - 1
     _cached(("window", m), like, lambda: _window_tables(m))
+    _cached(("hermite", T.HERMITE_NODES), like, lambda: hermite_normal(T.HERMITE_NODES))
     for n in (T.SHARED_NODES, T.SHARED_NODES_WIDE):
         _cached(("shared", m, n), like, lambda n=n: _shared_tables(m, n))
 
@@ -535,7 +589,8 @@ def window_moments(
 
     In order of preference per element: the closed form (alpha = 1 + 1/k for
     k = 1..4, where well conditioned); the wide-RBF expansion where the RBF
-    covers the support; one Gauss-Jacobi rule shared by the row where the RBF
+    covers the support; the RBF's own Gauss-Hermite rule where it lies well
+    inside the support; one Gauss-Jacobi rule shared by the row where the RBF
     is at least SHARED_MIN_R half-widths wide; otherwise a Gauss-Jacobi window
     of its own.
 
@@ -603,6 +658,17 @@ def window_moments(
         far_ok = (outside <= T.SHARED_MAX_OUT) | _negligible(1 / (r * r), out, row, absolute=r)
         return mask & far_ok
 
+    def hermite(out: Moments, mask: Array) -> Array:
+        def hermite_form(e1: Array, e2: Array, rr: Array) -> Moments:
+            return _hermite_moments(e1, e2, rr, m, second)
+
+        chunk = T.NODE_CHUNK * (T.WINDOW_NODES // T.HERMITE_NODES)
+        _fill(out, mask, hermite_form, (ep, em, r), (1.0, 1.0, 0.01), dense, chunk)
+        return mask
+
+    def far(out: Moments, mask: Array) -> Array:
+        return mask  # the moments stay 0: below FAR_NEGLIGIBLE of the row's largest
+
     def windows(out: Moments, mask: Array) -> Array:
         def window(e1: Array, e2: Array, rr: Array) -> Moments:
             return _window_quadrature(e1, e2, rr, m, second)
@@ -614,7 +680,13 @@ def window_moments(
         state: State = (rho, m1, m2c, done)
         wide_mask = ~done & ((1 + 2 * xp.abs(centre)) <= 2 * r * r)
         state = _regime(each, state, wide_mask, wide)
+        inside = xp.minimum(ep, em) / r  # RBF widths from the centre to the nearer edge
+        interior = (inside >= T.HERMITE_MIN_EDGE) & (inside * T.HERMITE_MAX_BEND >= max(m, 0.0))
+        del inside  # B * N float64: built only when a regime after the closed form runs
+        state = _regime(each, state, ~state[3] & interior, hermite)
         state = _regime(each, state, ~state[3] & (r >= T.SHARED_MIN_R), shared)
+        if m >= 0:  # the escort is at most 1: the Gaussian tail bounds every moment
+            state = _regime(each, state, ~state[3] & _far_negligible(outside, state, row), far)
         return _regime(each, state, ~state[3], windows)
 
     def finished(rho: Array, m1: Array, m2c: Array, done: Array) -> State:
