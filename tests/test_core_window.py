@@ -159,7 +159,15 @@ def _mp_moments(alpha: float, c: float, r: float) -> list[float]:
         return [float(mp.quad(lambda u, f=f: f(u) * escort(u), points)) for f in parts]
 
 
-@pytest.mark.parametrize("alpha", [1.01, 1.2, 1.7, 3.0])
+@pytest.mark.parametrize(
+    "alpha",
+    [
+        1.01,
+        1.7,
+        pytest.param(1.2, marks=pytest.mark.slow),
+        pytest.param(3.0, marks=pytest.mark.slow),
+    ],
+)
 def test_interior_rbfs_against_mpmath(alpha):
     """RBFs inside the support within 1e-13 of mpmath, relative to the element's
     |rho| + |m1| + |m2c|, where the Gauss-Hermite regime takes them (at least 8 widths
