@@ -10,8 +10,9 @@ parameters theta1 = Sigma^-1 mu, theta2 = -Sigma^-1 / 2 (1D: mu/sigma^2,
 
 1D (any alpha >= 1). A custom autograd.Function. Forward: rho and the two
 rows of J from the generated closed forms (alpha in {1, 5/4, 4/3, 3/2, 2},
-where well conditioned) or Gauss-Jacobi windows (tsallis.core.window, the
-same code the NumPy face runs).
+where well conditioned) or quadrature (Gauss-Hermite for RBFs well inside
+the support, Gauss-Jacobi otherwise; tsallis.core.window, the same code the
+NumPy face runs).
 Backward: J only, with
     d rho/d mu = J_1 / sigma^2,  d rho/d sigma = (J_2 - 2 mu J_1) / sigma^3,
 and, for the basis, translation (d/d mu_j = -d/d mu) and homogeneity of

@@ -2,8 +2,10 @@
 
 The numerical heart of continuous attention (see derivations/attention.py
 for G): the generated closed form where it is well conditioned, a wide-RBF
-expansion, one Gauss-Jacobi rule shared by a row, or a Gauss-Jacobi window of
-the element's own. Every function takes arrays of one namespace ``xp`` (NumPy
+expansion, the RBF's own Gauss-Hermite rule well inside the support, one
+Gauss-Jacobi rule shared by a row, or a Gauss-Jacobi window of the element's
+own (an RBF far outside whose moments are negligible in its row stays 0).
+Every function takes arrays of one namespace ``xp`` (NumPy
 or Torch, through array-api-compat) and runs unchanged on both; thresholds
 and node counts come from tsallis.core.tuning.
 
@@ -208,6 +210,17 @@ def _wide_moments(c: Array, r: Array, m: float, second: Array, mass: Array) -> M
     }
 
 
+def _node_moments(
+    xp: Any, weight: Array, plus: Array, minus: Array, u: Array, second: Array
+) -> Moments:
+    """rho, m1, m2c from node weights (escort and RBF included) at nodes u, 1 +- u."""
+    return {
+        "rho": _mirror_sum(xp, weight * plus * minus),
+        "m1": _mirror_sum(xp, weight * u),
+        "m2c": _mirror_sum(xp, weight * (u * u - second)),
+    }
+
+
 def _escort_power(xp: Any, plus: Array, minus: Array, u: Array, m: float) -> Array:
     """(plus * minus)^m, the escort (1 - u^2)^m from plus = 1 + u and minus = 1 - u.
 
@@ -239,11 +252,7 @@ def _hermite_moments(ep: Array, em: Array, r: Array, m: float, second: Array) ->
     minus = ep[:, None] - rr * y  # 1 - u
     u = (plus - minus) / 2
     weight = w * _escort_power(xp, plus, minus, u, m)
-    return {
-        "rho": _mirror_sum(xp, weight * plus * minus),
-        "m1": _mirror_sum(xp, weight * u),
-        "m2c": _mirror_sum(xp, weight * (u * u - second)),
-    }
+    return _node_moments(xp, weight, plus, minus, u, second)
 
 
 def _window_quadrature(ep: Array, em: Array, r: Array, m: float, second: Array) -> Moments:
@@ -273,11 +282,7 @@ def _window_quadrature(ep: Array, em: Array, r: Array, m: float, second: Array) 
         scaled_minus = xp.where(right[:, None], rr * h, minus)
     escort = _escort_power(xp, scaled_plus, scaled_minus, u, m)
     weight = weight * escort * gen.rbf_pdf(y, 1.0)
-    return {
-        "rho": _mirror_sum(xp, weight * plus * minus),
-        "m1": _mirror_sum(xp, weight * u),
-        "m2c": _mirror_sum(xp, weight * (u * u - second)),
-    }
+    return _node_moments(xp, weight, plus, minus, u, second)
 
 
 def _shared_rule(c: Array, r: Array, m: float, second: Array, n: int) -> Moments:
@@ -355,19 +360,26 @@ def _by_row(xp: Any, values: Array, row: int) -> Array:
     return xp.reshape(xp.broadcast_to(values, (values.shape[0], row)), (-1,))
 
 
-def _negligible(bound: Array, out: Moments, row: int, absolute: Array | None = None) -> Array:
-    """Where 1e-16 * bound * size stays below 1e-14 of the row's largest value.
+def _negligible(
+    bound: Array,
+    out: Moments,
+    row: int,
+    absolute: Array | float | None = None,
+    limit: float = 100.0,
+) -> Array:
+    """Where bound * size <= limit * the row's largest value, for all three moments.
 
-    size is each element's own |rho|, |m1|, |m2c| (all three must pass), or
-    1 / ``absolute`` when the error bound is absolute. Within a row the
-    support, and so the units of these moments, is shared.
+    size is each element's own |rho|, |m1|, |m2c|, or 1 / ``absolute`` when the
+    bound is absolute. With the default limit: where 1e-16 * bound * size stays
+    below 1e-14 of the row's largest. Within a row the support, and so the units
+    of these moments, is shared.
     """
     xp = _xs.namespace(bound)
     ok = xp.ones_like(bound, dtype=xp.bool)
     for value in out.values():
         largest = xp.max(xp.reshape(xp.abs(value), (-1, row)), axis=-1, keepdims=True)
         size = xp.abs(value) if absolute is None else 1 / absolute
-        ok = ok & (bound * size <= 100 * _by_row(xp, largest, row))
+        ok = ok & (bound * size <= limit * _by_row(xp, largest, row))
     return ok
 
 
@@ -380,13 +392,10 @@ def _far_negligible(outside: Array, state: tuple[Array, ...], row: int) -> Array
     times each moment's largest magnitude in the row so far (the largest only grows
     as later regimes fill the row, so the decision stays safe).
     """
-    xp = _xs.namespace(outside)
+    moments = dict(zip(("rho", "m1", "m2c"), state[:3], strict=True))
     tail = _xs.ndtr(-outside)
-    ok = outside >= T.HERMITE_MIN_EDGE
-    for value in state[:3]:
-        largest = xp.max(xp.reshape(xp.abs(value), (-1, row)), axis=-1, keepdims=True)
-        ok = ok & (tail <= T.FAR_NEGLIGIBLE * _by_row(xp, largest, row))
-    return ok
+    near = _negligible(tail, moments, row, absolute=1.0, limit=T.FAR_NEGLIGIBLE)
+    return (outside >= T.HERMITE_MIN_EDGE) & near
 
 
 def _row_fill(
