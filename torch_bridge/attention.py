@@ -23,7 +23,10 @@ sigma^(2/(alpha+1)): s_j d rho_j/d s_j = -rho_j + (mu_j - mu) d rho_j/d mu
 float32 input is computed in float32 where the closed form holds it to float32
 precision (alpha = 1; alpha in {5/4, 4/3, 3/2, 2} for narrow enough RBFs near
 the support); everything else in float64, cast to the input dtype (float16 and
-bfloat16 included). On CPU in eager mode each numerical regime runs on its own
+bfloat16 included). The backward runs in float32 for float32 input (from the
+float32-rounded moments) and in float64 otherwise. In eager mode the forward
+runs in pieces of about ROW_CHUNK elements, so its float64 temporaries do not
+grow with the batch. On CPU in eager mode each numerical regime runs on its own
 elements and one that no element needs is skipped (host reads). Under
 torch.compile a regime runs on every element (sanitized inputs, torch.where
 picks), and torch.cond decides on the device whether the float32 closed form
@@ -45,7 +48,7 @@ from torch_bridge.attention_2d import attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
 from tsallis.core import window
 from tsallis.core._generated import attention as gen
-from tsallis.core.tuning import closed_k
+from tsallis.core.tuning import ROW_CHUNK, closed_k
 from tsallis.core.validation import real_at_least
 
 __all__ = [
@@ -163,7 +166,7 @@ def _forward_moments(
     float32 for every input) or when alpha has a window closed form and
     window.float32_closed_suffices (every RBF narrow enough and every row with a
     centre near its support). Everything else is computed in float64: the
-    regimes of the core, float64 backward. The float32 decision is a host read
+    regimes of the core. The float32 decision is a host read
     in eager mode on CPU and float64 on other devices in eager mode (no host
     read). Under torch.compile it is torch.cond, whose branches must agree in
     dtype: the general branch's float64 moments are rounded to float32 and the
@@ -205,6 +208,37 @@ def _forward_moments(
     return _moments_1d(alpha, *args64), args64
 
 
+def _row_chunks(
+    alpha: float, loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, s: torch.Tensor
+) -> tuple[tuple[torch.Tensor, ...], list[torch.Tensor]]:
+    """_forward_moments in pieces of about ROW_CHUNK elements (eager mode), in the dtype
+    the backward runs in: float32 for float32 input, float64 otherwise.
+
+    Peak memory is then the three moments plus one piece's float64 temporaries, not
+    a dozen B x N float64 arrays. float32 input keeps float32 moments even where a
+    piece was computed in float64 (rounded once): the backward reads them in float32
+    as on the closed-form path and under torch.compile, so eager and compiled agree.
+    Under torch.compile the call is one piece (the graph stays static).
+    """
+    dtype = torch.float32 if loc.dtype == torch.float32 else _F64
+    n = mu.shape[0]
+    rows = loc.numel()
+    step = max(1, ROW_CHUNK // max(1, n))
+    if torch.compiler.is_compiling() or rows <= step:
+        moments, args = _forward_moments(alpha, loc, scale, mu, s)
+        return tuple(v.to(dtype) for v in moments), [t.to(dtype) for t in args]
+    flat_loc, flat_scale = loc.reshape(-1), scale.reshape(-1)
+    out = [torch.empty(rows, n, dtype=dtype, device=loc.device) for _ in range(3)]
+    for start in range(0, rows, step):
+        part, _ = _forward_moments(
+            alpha, flat_loc[start : start + step], flat_scale[start : start + step], mu, s
+        )
+        for target, value in zip(out, part, strict=True):
+            target[start : start + step] = value
+    moments = tuple(v.reshape(*loc.shape, n) for v in out)
+    return moments, [t.to(dtype) for t in (loc, scale, mu, s)]
+
+
 class _Attention1D(torch.autograd.Function):
     """rho(loc, scale; mu_j, s_j) with the Prop 3 backward (see the module docstring)."""
 
@@ -218,7 +252,7 @@ class _Attention1D(torch.autograd.Function):
         alpha: float,
     ) -> torch.Tensor:
         prepare_tables(alpha, loc.device)
-        (rho, first, centred), args = _forward_moments(alpha, loc, scale, mu, s)
+        (rho, first, centred), args = _row_chunks(alpha, loc, scale, mu, s)
         ctx.save_for_backward(rho, first, centred, *args)
         ctx.alpha = alpha  # a Python float and a tuple of dtypes: immutable
         ctx.dtypes = tuple(t.dtype for t in (loc, scale, mu, s))

@@ -12,6 +12,7 @@ The Torch branch uses tensor methods, so the core never imports torch.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -23,9 +24,12 @@ from tsallis.core.tuning import STIRLING_MIN
 
 __all__ = [
     "arrays",
+    "constant_tables",
     "erf",
     "erfc",
     "exprel",
+    "index_add",
+    "index_max",
     "lgamma",
     "lgamma_ratio",
     "log1prel",
@@ -33,6 +37,7 @@ __all__ = [
     "ndtr",
     "normal_mass",
     "softplus",
+    "stop_gradient",
 ]
 
 Array = Any  # a NumPy array or a Torch tensor
@@ -216,3 +221,48 @@ def lgamma_ratio(x: Array, h: Array | float) -> Array:
     )
     direct = lgamma(xp.where(large, 1.0, x + h)) - lgamma(xp.where(large, 1.0, x))
     return xp.where(large, asymptotic, direct)
+
+
+# ---------------------------------------------------------------- what the array API lacks
+# Scatter updates and gradient stops have no array-API spelling: one line per backend.
+
+# Node tables per (key, namespace, device), converted once; torch.compile reads them as
+# constants (compile after one eager call for a table built on first use).
+_TABLES: dict[tuple, tuple[Array, ...]] = {}
+
+
+def constant_tables(key: tuple, like: Array, build: Callable[[], tuple[np.ndarray, ...]]) -> tuple:
+    """build()'s NumPy tables as float64 arrays of like's namespace and device, cached by key."""
+    xp = namespace(like)
+    device = getattr(like, "device", None)
+    full = (*key, xp.__name__, str(device))
+    if full not in _TABLES:
+        _TABLES[full] = tuple(
+            xp.asarray(np.array(t, dtype=np.float64), device=device) for t in build()
+        )
+    return _TABLES[full]
+
+
+def stop_gradient(x: Array) -> Array:
+    """x as a constant for autograd (Torch's detach; NumPy arrays as they are)."""
+    return x.detach() if is_torch_array(x) else x
+
+
+def index_add(target: Array, index: Array, values: Array) -> Array:
+    """A copy of target with values[k] added to target[index[k]] along axis 0
+    (repeated indices accumulate); differentiable in Torch."""
+    if is_torch_array(target):
+        return target.index_add(0, index, values)
+    out = np.array(target, copy=True)
+    np.add.at(out, index, values)
+    return out
+
+
+def index_max(count: int, index: Array, values: Array) -> Array:
+    """(count,): the largest of values[k] over index[k] = i, -inf where none."""
+    xp = namespace(values)
+    top = xp.full((count,), -math.inf, dtype=values.dtype, device=getattr(values, "device", None))
+    if is_torch_array(values):
+        return top.scatter_reduce(0, index, values, reduce="amax")
+    np.maximum.at(top, index, values)
+    return top

@@ -109,3 +109,6 @@ LEVEL_STEPS = 10
 # Elements per piece of the node-heavy branches, and of the elementwise closed forms.
 NODE_CHUNK = 1 << 15
 CLOSED_CHUNK = 1 << 21
+# Torch 1D attention: the forward runs in pieces of about ROW_CHUNK elements (rows x
+# basis functions) in eager mode, so its float64 temporaries stay within a few MB.
+ROW_CHUNK = 1 << 17

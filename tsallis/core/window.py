@@ -57,21 +57,9 @@ __all__ = [
 
 Array = Any
 Moments = dict[str, Array]
-# Node tables per (exponent, namespace, device), converted once; torch.compile
-# reads them as constants: compile after one eager call for an alpha outside
-# the closed forms.
-_TABLES: dict[tuple, tuple[Array, ...]] = {}
-
-
-def _cached(key: tuple, like: Array, build: Callable[[], tuple[np.ndarray, ...]]) -> tuple:
-    xp = _xs.namespace(like)
-    device = getattr(like, "device", None)
-    full = (*key, xp.__name__, str(device))
-    if full not in _TABLES:
-        _TABLES[full] = tuple(
-            xp.asarray(np.array(t, dtype=np.float64), device=device) for t in build()
-        )
-    return _TABLES[full]
+# Node tables (tsallis.core.arrays.constant_tables): compile after one eager call for an
+# alpha outside the closed forms.
+_cached = _xs.constant_tables
 
 
 def _window_tables(m: float) -> tuple[np.ndarray, ...]:
