@@ -204,7 +204,7 @@ def kernel_densities(plt: object) -> object:
         }[alpha]
         axes[0].plot(t, family.pdf(t), color=f"C{k}", label=label)
         if alpha > 1:  # the support pieces, as bars under the axis
-            for a, b in family.rule.pieces:
+            for a, b in family.support:
                 axes[0].plot([a, b], [-0.12 * k] * 2, color=f"C{k}", lw=4, solid_capstyle="butt")
         if alpha != 1.5:  # alpha = 3/2 shares alpha = 2's weights
             name = "alpha = 1" if alpha == 1 else "alpha = 3/2 and 2 (gamma x 0.55)"

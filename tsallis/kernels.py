@@ -6,16 +6,20 @@ probability law Q on [a, b]: uniform, or a Gaussian q0 normalized on [a, b].
 Following Alg 1 (seed 001), Z = int exp_{2-alpha}(f~) dQ and p = q0 exp_{2-alpha}(f~) / Z
 (a density on [a, b] with respect to Lebesgue measure).
 
-Everything is computed in log space: log q0 + log exp_{2-alpha}(f~) is summed with
-logsumexp over the nodes of a kink-aware Gauss-Legendre rule (pieces of the
-support, split at the Laplace kernel's centres and around the base's mean), so a
-Gaussian q0 far from [a, b] cannot underflow Z to 0 or produce NaN.
+The quadrature is tsallis.core.kernel, the code torch_bridge.kernel_attention
+runs too: Gauss-Legendre panels cut at the Laplace kernel's centres and the
+base's break points and no wider than the bandwidth (or the base std, or the
+narrowest RBF of expect_rbf), support boundaries found by bracketed Newton,
+everything summed in log space, so a Gaussian q0 far from [a, b] cannot
+underflow Z to 0 or produce NaN.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -23,12 +27,12 @@ from scipy.special import logsumexp
 
 from tsallis._generated import deformed as _deformed
 from tsallis._generated import gaussian as _gaussian
+from tsallis.core import kernel as _core
 from tsallis.core import validation as check
 from tsallis.core.bases import GaussianBase, UniformBase
-from tsallis.quadrature import KinkAware
 
 FloatArray = NDArray[np.float64]
-KERNELS = ("gaussian", "laplace")
+KERNELS = _core.KERNELS
 
 
 def kernel_sum(
@@ -43,7 +47,26 @@ def kernel_sum(
 
 @dataclass
 class KernelFamily:
-    """p(t) = q0(t) exp_{2-alpha}(f~(t)) / Z on the base's interval; alpha >= 1."""
+    """p(t) = q0(t) exp_{2-alpha}(f~(t)) / Z on the base's interval; alpha >= 1.
+
+    Parameters: ``gamma`` (M,) kernel weights at the ``inducing`` points (M,);
+    ``alpha``; ``kernel`` "gaussian" or "laplace" with ``bandwidth``; ``base`` the
+    law Q (UniformBase or GaussianBase); ``nodes`` Gauss-Legendre nodes per panel
+    (None: 16 for alpha <= 2, 32 above, as in torch_bridge.kernel_attention).
+    ``support_edges`` are the roots of 1 + (alpha-1) f~ in [a, b] and ``support``
+    the intervals where it is positive.
+
+    Raises:
+        ValueError: shapes, alpha < 1, an unknown kernel, a bandwidth or node count
+            out of range, a bandwidth so small that too many panels would be needed
+            (the message says what works), or no mass on [a, b].
+        TypeError: a base of the wrong type.
+
+    Example:
+        >>> family = KernelFamily([1.0, -1.0], [0.25, 0.75], alpha=2.0)
+        >>> round(float(family.expect(lambda t: t)), 6)
+        0.376326
+    """
 
     gamma: ArrayLike
     inducing: ArrayLike
@@ -51,7 +74,7 @@ class KernelFamily:
     kernel: str = "gaussian"
     bandwidth: float = 0.1
     base: UniformBase | GaussianBase = field(default_factory=UniformBase)
-    nodes: int = 64
+    nodes: int | None = None
     log_normalizer: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -70,27 +93,68 @@ class KernelFamily:
         self.bandwidth = float(check.positive("bandwidth", self.bandwidth))
         if not isinstance(self.base, (UniformBase, GaussianBase)):
             raise TypeError("base must be a UniformBase or a GaussianBase")
-        kinks = list(self.inducing) if self.kernel == "laplace" else []
-        self.rule = KinkAware.deformed(
-            self.f_tilde,
-            self.alpha,
-            self.base.a,
-            self.base.b,
-            breakpoints=kinks + self.base.breakpoints(),
-        )
-        if not self.rule.pieces:
+        if self.nodes is None:
+            self.nodes = _core.default_nodes(self.alpha)
+        if not isinstance(self.nodes, (int, np.integer)) or isinstance(self.nodes, bool):
+            raise ValueError(f"nodes must be an int >= 2 (or None), got {self.nodes!r}")
+        if self.nodes < 2:
+            raise ValueError(f"nodes must be an int >= 2 (or None), got {self.nodes!r}")
+        self.nodes = int(self.nodes)
+        self._row = self.gamma[None, :]
+        self._envelope = _core.envelope(self._row, self.inducing, self.kernel, self.bandwidth)
+        self._base_edges = edges = self._edges(math.inf)
+        setup = self._setup(1)
+        self.support_edges = _core.support_edges(self._row, self.inducing, setup, edges)
+        self._x, self._log_mass = self._nodes(setup, edges)
+        self.log_normalizer = float(logsumexp(self._log_mass)) if self._x.size else -math.inf
+        if not math.isfinite(self.log_normalizer):
             raise ValueError(
                 "exp_{2-alpha}(f~) vanishes on the whole interval: the family has no mass"
             )
-        # Refine where the integrand is nearly singular (u close to 0 without a root),
-        # on a scale fixed by the largest log value on the scan, so nothing underflows.
-        scan = np.linspace(self.base.a, self.base.b, 2049)
-        shift = float(np.max(self._log_unnormalized(scan)))
-        self.rule.refine(lambda t: np.exp(self._log_unnormalized(t) - shift), self.nodes)
-        self._x, weights = self.rule.nodes_weights(self.nodes)
-        self._log_mass = self._log_unnormalized(self._x) + np.log(weights)
-        self.log_normalizer = float(logsumexp(self._log_mass))
         self._log_mass -= self.log_normalizer
+
+    def _setup(self, values: int) -> _core.Setup:
+        return _core.Setup(self.kernel, self.bandwidth, self.base, self.alpha, self.nodes, values)
+
+    def _edges(self, narrowest: float) -> NDArray[np.float64]:
+        return _core.panel_edges(
+            self.inducing.tolist(),
+            self.kernel,
+            self.bandwidth,
+            self.base,
+            narrowest,
+            self._envelope,
+            caller="KernelFamily",
+        )
+
+    def _nodes(self, setup: _core.Setup, edges: FloatArray) -> tuple[FloatArray, FloatArray]:
+        """Every node with positive mass and its log mass (log q0 exp_{2-alpha}(f~) w)."""
+        per_chunk = max(1, _core.T.KERNEL_CHUNK // (self.nodes * (self.inducing.size + 8)))
+        ts, logs = [], []
+        for start in range(0, edges.size - 1, per_chunk):
+            chunk = edges[start : start + per_chunk + 1]
+            with np.errstate(divide="ignore"):  # a zero weight or no support: log mass -inf
+                pieces = _core.node_pieces(self._row, self.inducing, setup, chunk)
+            for piece in pieces:
+                ts.append(np.broadcast_to(piece.t, piece.log_mass.shape).reshape(-1))
+                logs.append(piece.log_mass.reshape(-1))
+        x, log_mass = np.concatenate(ts), np.concatenate(logs)
+        keep = np.isfinite(log_mass)
+        return x[keep], log_mass[keep]
+
+    @property
+    def support(self) -> list[tuple[float, float]]:
+        """The intervals of [a, b] where 1 + (alpha-1) f~ > 0 (all of it for alpha = 1)."""
+        cuts = [self.base.a, *[float(e) for e in self.support_edges], self.base.b]
+        if self.alpha == 1:
+            return [(self.base.a, self.base.b)]
+        middle = [(lo + hi) / 2 for lo, hi in pairwise(cuts)]
+        inside = 1 + (self.alpha - 1) * self.f_tilde(np.array(middle)) > 0
+        return [
+            (lo, hi)
+            for lo, hi, on in zip(cuts[:-1], cuts[1:], inside, strict=True)
+            if on and hi > lo
+        ]
 
     def f_tilde(self, t: ArrayLike) -> FloatArray:
         """sum_i gamma_i k(t, t_i)."""
@@ -122,16 +186,33 @@ class KernelFamily:
         return np.asarray(g(self._x)) @ np.exp(self._log_mass)
 
     def expect_rbf(self, mu: ArrayLike, sigma: ArrayLike) -> FloatArray:
-        """E_p[psi_j] for the Gaussian RBF basis psi_j = N(t; mu_j, sigma_j^2)."""
+        """E_p[psi_j] for the Gaussian RBF basis psi_j = N(t; mu_j, sigma_j^2), shape (N,).
+
+        The panels are no wider than the narrowest sigma_j either (the same
+        computation as torch_bridge.kernel_attention for one row).
+        """
         mu_ = check.as_float("mu", mu)
         sigma_ = check.positive("sigma", sigma)
         if mu_.ndim != 1 or mu_.shape != sigma_.shape:
             raise ValueError(
                 f"mu and sigma must be 1D of one length, got {mu_.shape} and {sigma_.shape}"
             )
-        return self.expect(
-            lambda t: np.asarray(_gaussian.pdf(t[None, :], mu_[:, None], sigma_[:, None]))
-        )
+        if mu_.size == 0:
+            return np.zeros(0)
+        edges = self._edges(float(np.min(sigma_)))
+        if np.array_equal(edges, self._base_edges):  # the same panels: the nodes at hand
+            return self.expect(
+                lambda t: np.asarray(_gaussian.pdf(t[None, :], mu_[:, None], sigma_[:, None]))
+            )
+        with np.errstate(divide="ignore"):  # a zero weight or no support: log mass -inf
+            r, _ = _core.integrate(
+                self._row,
+                self.inducing,
+                self._setup(mu_.size),
+                edges,
+                lambda t: np.asarray(_gaussian.pdf(t[..., None], mu_, sigma_)),
+            )
+        return r[0]
 
 
 @dataclass(frozen=True)

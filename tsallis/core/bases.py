@@ -1,22 +1,24 @@
 """Base laws Q on an interval [a, b] for the kernel families (seed 001 section 5).
 
 Shared by the NumPy face (tsallis.kernels) and the Torch face
-(torch_bridge.kernel_attention): each gives log q0 on [a, b] and the break
-points a kink-aware rule should respect.
+(torch_bridge.kernel_attention) through tsallis.core.kernel: each gives log q0
+on [a, b] (for NumPy arrays and Torch tensors alike) and the break points a
+kink-aware rule should respect.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 from scipy.special import log_ndtr
 
-from tsallis._generated import gaussian as _gaussian
+from tsallis.core import arrays as _xs
 from tsallis.core import validation as check
+from tsallis.core._generated import gaussian as _gaussian
 
-FloatArray = NDArray[np.float64]
+Array = Any  # a NumPy array or a Torch tensor
 
 __all__ = ["GaussianBase", "UniformBase"]
 
@@ -32,8 +34,10 @@ class UniformBase:
         if not float(check.as_float("a", self.a)) < float(check.as_float("b", self.b)):
             raise ValueError(f"base interval needs a < b, got [{self.a}, {self.b}]")
 
-    def log_density(self, t: FloatArray) -> FloatArray:
-        return np.full(np.shape(t), -np.log(self.b - self.a))
+    def log_density(self, t: Array) -> Array:
+        """log q0(t) = -log(b - a), shaped like t (a NumPy array or a Torch tensor)."""
+        xp, (t,) = _xs.arrays(t)
+        return xp.zeros_like(t) - float(np.log(self.b - self.a))
 
     def breakpoints(self) -> list[float]:
         return []
@@ -62,8 +66,9 @@ class GaussianBase:
         upper, lower = log_ndtr(hi), log_ndtr(lo)
         return float(upper + np.log1p(-np.exp(lower - upper)))
 
-    def log_density(self, t: FloatArray) -> FloatArray:
-        return np.asarray(_gaussian.logpdf(t, self.mean, self.std)) - self.log_mass()
+    def log_density(self, t: Array) -> Array:
+        """log q0(t), the normal log density minus log P(a <= T <= b)."""
+        return _gaussian.logpdf(t, self.mean, self.std) - self.log_mass()
 
     def breakpoints(self) -> list[float]:
         return [self.mean + k * self.std for k in (-8, -4, -2, -1, 0, 1, 2, 4, 8)]

@@ -1,0 +1,550 @@
+"""Kernel deformed-exponential families on an interval (seed 001 section 5, Alg 1), written once.
+
+p(t) = q0(t) exp_{2-alpha}(f~(t)) / Z on the base interval [a, b], with
+f~(t) = sum_i gamma_i k(t, t_i) (Gaussian or Laplace kernel). Both faces run
+this module: tsallis.kernels.KernelFamily (one row, NumPy) and
+torch_bridge.kernel_attention (a batch of rows, Torch, autograd through it).
+
+Quadrature (kink-aware; no host read after the set-up but the regime checks):
+[a, b] is cut into panels at the Laplace kernel's centres (its kinks), at the
+Gaussian base's break points, and into pieces no wider than the narrowest of
+the kernel bandwidth, the RBF widths and the base std. Each panel gets
+``nodes`` Gauss-Legendre nodes, shared by every row, so f~ on them is one
+matrix product. For alpha > 1, a panel where u = 1 + (alpha-1) f~ changes sign
+between its ends and nodes holds support boundaries: the roots are found
+(bracketed Newton) and the positive pieces get their own nodes (Gauss-Legendre
+when 1/(alpha-1) is an integer, else Gauss-Jacobi carrying |t - root|^(1/(alpha-1))
+at each root). A full panel next to a root just outside it, with a non-integer
+power, is graded towards that end. Everything is summed in log space (log q0 +
+log exp_{2-alpha} f~ minus the row maximum), so a Gaussian base far from the mass
+gives neither Z = 0 nor NaN.
+
+Gradients (Torch): the nodes are constants. The support boundaries are
+constants too, exact by the Leibniz rule (the integrand vanishes at a root),
+except under a non-integer power, whose Gauss-Jacobi rule is exact only at the
+exact root: there the root carries its implicit gradient (boundary_pieces).
+One panel is assumed to hold at most one support boundary; panels are no wider
+than the kernel bandwidth, over which u changes sign at most once unless a bump
+of f~ just touches -1/(alpha-1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from itertools import pairwise
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tsallis.core import arrays as _xs
+from tsallis.core import tuning as T
+from tsallis.core._generated import deformed as _deformed
+from tsallis.core.bases import GaussianBase, UniformBase
+from tsallis.core.rules import gauss_jacobi
+
+__all__ = [
+    "KERNELS",
+    "Piece",
+    "Setup",
+    "default_nodes",
+    "envelope",
+    "integrate",
+    "kernel_matrix",
+    "node_pieces",
+    "panel_edges",
+    "singular_power",
+    "support_edges",
+]
+
+Array = Any
+KERNELS = ("gaussian", "laplace")
+# Thresholds and node counts: tsallis.core.tuning (the KERNEL_* and GRADE_* entries).
+
+
+class Setup(NamedTuple):
+    """What every chunk shares: kernel, bandwidth, base, alpha, nodes per panel and the
+    number V of values per node that integrate sums (for the chunk size)."""
+
+    kernel: str
+    bandwidth: float
+    base: UniformBase | GaussianBase
+    alpha: float
+    nodes: int
+    value_count: int = 1
+
+
+class Piece(NamedTuple):
+    """Quadrature nodes t and log masses log(q0 exp_{2-alpha}(f~) w) of some rows.
+
+    rows None: every row, on nodes t (K,) shared by all, log_mass (B, K).
+    Otherwise log_mass and t are (R, K), row r belonging to row rows[r].
+    """
+
+    log_mass: Array
+    t: Array
+    rows: Array | None
+
+
+def _legendre(n: int, like: Array) -> tuple[Array, Array]:
+    return _xs.constant_tables(("jacobi", n, 0.0, 0.0), like, lambda: gauss_jacobi(n, 0.0, 0.0))
+
+
+def default_nodes(alpha: float) -> int:
+    """Gauss-Legendre nodes per panel: 16 for alpha <= 2, 32 above.
+
+    [u]_+^(1/(alpha-1)) with 1/(alpha-1) < 1 is nearly singular in a full panel next
+    to a support boundary; 32 nodes measured 1e-15 there, 16 nodes 1e-10.
+    """
+    return 16 if alpha <= 2 else 32
+
+
+def kernel_matrix(t: Array, inducing: Array, kernel: str, bandwidth: float) -> Array:
+    """k(t, t_i): (..., M) for t (...) and inducing points (M,)."""
+    xp = _xs.namespace(t)
+    distance = t[..., None] - inducing
+    if kernel == "gaussian":
+        return xp.exp(-(distance * distance) / (2 * bandwidth * bandwidth))
+    return xp.exp(-xp.abs(distance) / bandwidth)
+
+
+def _f_tilde(g: Array, t: Array, inducing: Array, setup: Setup) -> Array:
+    """f~ for rows g (R, M) on per-row nodes t (R, K): (R, K)."""
+    k = kernel_matrix(t, inducing, setup.kernel, setup.bandwidth)  # (R, K, M)
+    return (k @ g[:, :, None])[..., 0]
+
+
+def panel_edges(
+    inducing: Sequence[float],
+    kernel: str,
+    bandwidth: float,
+    base: UniformBase | GaussianBase,
+    narrowest_rbf: float,
+    envelope: float = 0.0,
+    caller: str = "kernel_attention",
+) -> np.ndarray:
+    """Sorted panel ends on [a, b] (float64 NumPy): kinks, base break points, width cap.
+
+    The width cap is T.PANEL_FRACTION times the narrowest of the kernel bandwidth
+    (divided by sqrt(envelope / T.STEEP_UNIT) for a steep f~), the RBF widths (inf:
+    none) and the base std (shrunk where the base's mean lies far outside [a, b]).
+    Raises ValueError, naming ``caller``, when that needs
+    more than T.MAX_PANELS panels.
+    """
+    a, b = float(base.a), float(base.b)
+    cuts = [a, b]
+    if kernel == "laplace":
+        cuts += [float(t) for t in inducing if a < t < b]
+    cuts += [t for t in base.breakpoints() if a < t < b]
+    steep = max(1.0, envelope / T.STEEP_UNIT)
+    steep = math.sqrt(steep) if kernel == "gaussian" else steep
+    limits = {"bandwidth": (bandwidth / steep, bandwidth), "RBF width": (narrowest_rbf, None)}
+    if isinstance(base, GaussianBase):
+        # log q0 has slope |t - mean| / std^2: panels no wider than BASE_SLOPE_WIDTH over
+        # the largest slope on [a, b] (a mean far outside makes q0 steep there).
+        farthest = max(abs(a - base.mean), abs(b - base.mean))
+        limits["base std"] = (base.std * min(1.0, T.BASE_SLOPE_WIDTH * base.std / farthest), None)
+    name, (width, _) = min(limits.items(), key=lambda item: item[1][0])
+    width *= T.PANEL_FRACTION
+    cuts = sorted(set(cuts))
+    counts = [max(1, math.ceil((hi - lo) / width)) for lo, hi in pairwise(cuts)]
+    if sum(counts) > T.MAX_PANELS:
+        factor = sum(counts) / T.MAX_PANELS
+        value = limits[name][1] or limits[name][0]
+        why = " (with gamma this large)" if name == "bandwidth" and steep > 1 else ""
+        raise ValueError(
+            f"{caller}: {sum(counts)} panels would be needed on [{a:g}, {b:g}], more"
+            f" than MAX_PANELS = {T.MAX_PANELS}: the panel width follows the {name}"
+            f" {value:.3g}{why}; use a {name} of at least {value * factor:.3g}"
+            " (or a shorter base interval)"
+        )
+    edges = []
+    for (lo, hi), pieces in zip(pairwise(cuts), counts, strict=True):
+        edges += [lo + (hi - lo) * i / pieces for i in range(pieces)]
+    edges.append(b)
+    return np.array(edges, dtype=np.float64)
+
+
+def envelope(gamma: Array, inducing: Array, kernel: str, bandwidth: float) -> float:
+    """max over rows and inducing points t_j of sum_i |gamma_i| k(t_j, t_i) (a host read).
+
+    gamma (B, M) and inducing (M,), float64. Bounds |f~| near the inducing points;
+    the curvature of f~ is at most this over bandwidth^2. In blocks of inducing
+    points (memory M x block).
+    """
+    xp = _xs.namespace(gamma)
+    if gamma.shape[0] * gamma.shape[1] == 0:
+        return 0.0
+    g = xp.abs(_xs.stop_gradient(gamma))
+    points = _xs.stop_gradient(inducing)
+    block = max(1, T.KERNEL_CHUNK // max(1, points.shape[0] + g.shape[0]))
+    top = 0.0
+    for start in range(0, points.shape[0], block):
+        k = kernel_matrix(points[start : start + block], points, kernel, bandwidth)
+        top = max(top, float(xp.max(g @ k.T)))
+    return top
+
+
+def _log_base(t: Array, base: UniformBase | GaussianBase) -> Array:
+    return base.log_density(t)
+
+
+def _u_and_slope(t: Array, g: Array, inducing: Array, setup: Setup) -> tuple[Array, Array]:
+    """u = 1 + (alpha-1) f~(t) and du/dt, for t (R,) and g (R, M)."""
+    xp = _xs.namespace(t)
+    bandwidth = setup.bandwidth
+    distance = t[:, None] - inducing
+    k = kernel_matrix(t, inducing, setup.kernel, bandwidth)
+    if setup.kernel == "gaussian":
+        dk = -distance / (bandwidth * bandwidth) * k
+    else:
+        dk = -xp.sign(distance) / bandwidth * k
+    scale = setup.alpha - 1
+    return 1 + scale * xp.sum(g * k, axis=-1), scale * xp.sum(g * dk, axis=-1)
+
+
+def _roots(
+    g: Array, lo: Array, hi: Array, u_lo: Array, u_hi: Array, inducing: Array, setup: Setup
+) -> Array:
+    """The root of u = 1 + (alpha-1) f~ in [lo, hi], where u changes sign.
+
+    Bracketed Newton from the secant point: steps that leave the bracket
+    become bisections. Brackets are one node spacing wide, where Newton
+    converges in a few steps; T.KERNEL_NEWTON_STEPS leaves a margin. The root must be
+    exact to rounding: the Gauss-Jacobi rule divides by |t - root|^(1/(alpha-1)).
+    """
+    xp = _xs.namespace(lo)
+    left, right = lo, hi
+    t = lo + (hi - lo) * (u_lo / (u_lo - u_hi))
+    rising = u_lo <= 0  # u goes from <= 0 at lo to > 0 at hi
+    for _ in range(T.KERNEL_NEWTON_STEPS):
+        u, slope = _u_and_slope(t, g, inducing, setup)
+        below = (u <= 0) == rising  # the root lies to the right of t
+        left, right = xp.where(below, t, left), xp.where(below, right, t)
+        step = t - u / xp.where(slope == 0, xp.ones_like(slope), slope)
+        inside = (slope != 0) & (step >= left) & (step <= right)
+        t = xp.where(inside, step, (left + right) / 2)
+    return t
+
+
+def singular_power(alpha: float) -> bool:
+    """Whether [u]_+^(1/(alpha-1)) needs Gauss-Jacobi at a root: the power is not an
+    integer (a polynomial up to the root) and not so high that it is flat there
+    (alpha close to 1; tuning.SMOOTH_EXPONENT)."""
+    power = 1 / (alpha - 1)
+    return abs(power - round(power)) >= 1e-9 and power < T.SMOOTH_EXPONENT
+
+
+def node_pieces(g: Array, inducing: Array, setup: Setup, edges: Array) -> list[Piece]:
+    """The quadrature nodes and log masses of the panels between consecutive ``edges``.
+
+    g (B, M) float64 kernel weights, inducing (M,), edges (P + 1,). The first piece
+    is the panels' shared nodes (every row; -inf log mass where a boundary piece or
+    a graded panel replaces them), then boundary and graded pieces of some rows.
+    """
+    xp = _xs.namespace(g)
+    n, alpha = setup.nodes, setup.alpha
+    lo_t, hi_t = edges[:-1], edges[1:]
+    half = (hi_t - lo_t) / 2  # (P,)
+    x, w = _legendre(n, g)
+    t_shared = xp.reshape(lo_t[:, None] + half[:, None] * (x + 1), (-1,))  # (P n,)
+    w_shared = xp.reshape(half[:, None] * w, (-1,))
+    k_shared = kernel_matrix(t_shared, inducing, setup.kernel, setup.bandwidth)
+    f_shared = g @ k_shared.T  # (B, P n)
+    log_e = _deformed.log_exp_beta(f_shared, 2 - alpha)  # -inf off the support
+    pieces: list[Piece] = []
+    if alpha > 1:
+        rows, panels = g.shape[0], lo_t.shape[0]
+        points, u_points, changes = _sign_changes(g, inducing, setup, edges, t_shared, f_shared)
+        full = ~xp.any(changes, axis=-1) & (u_points[..., 0] > 0)
+        graded = full & _near_root(points, u_points) if singular_power(alpha) else None
+        keep = full if graded is None else full & ~graded
+        keep_nodes = xp.reshape(xp.broadcast_to(keep[:, :, None], (rows, panels, n)), (rows, -1))
+        log_e = xp.where(keep_nodes, log_e, -math.inf)
+        pieces += _boundary_pieces(g, inducing, setup, points, u_points, changes)
+        if graded is not None and bool(xp.any(graded)):
+            pieces += _graded_pieces(g, inducing, setup, lo_t, hi_t, graded)
+    log_mass = log_e + _log_base(t_shared, setup.base) + xp.log(w_shared)
+    return [Piece(log_mass, t_shared, None), *pieces]
+
+
+def _sign_changes(
+    g: Array, inducing: Array, setup: Setup, edges: Array, t_shared: Array, f_shared: Array
+) -> tuple[Array, Array, Array]:
+    """Panel points (P, n + 2): each panel's ends and nodes; u there (B, P, n + 2); and
+    whether u changes sign between consecutive points (B, P, n + 1). Constants."""
+    xp = _xs.namespace(g)
+    n, alpha = setup.nodes, setup.alpha
+    rows, panels = g.shape[0], edges.shape[0] - 1
+    k_edges = kernel_matrix(edges, inducing, setup.kernel, setup.bandwidth)
+    u_edges = 1 + (alpha - 1) * _xs.stop_gradient(g @ k_edges.T)
+    u_nodes = xp.reshape(1 + (alpha - 1) * _xs.stop_gradient(f_shared), (rows, panels, n))
+    u_points = xp.concat([u_edges[:, :-1, None], u_nodes, u_edges[:, 1:, None]], axis=-1)
+    changes = (u_points[..., :-1] > 0) != (u_points[..., 1:] > 0)
+    nodes = xp.reshape(t_shared, (-1, n))
+    points = xp.concat([edges[:-1, None], nodes, edges[1:, None]], axis=-1)
+    return points, u_points, changes
+
+
+def _boundary_roots(
+    g: Array, inducing: Array, setup: Setup, points: Array, u_points: Array, changes: Array
+) -> tuple[Array, ...] | None:
+    """(rows, panels, first root, last root) of the panels where u changes sign (None:
+    none). The roots are constants (bracketed Newton on the first and last sign
+    change among the panel's points; they coincide when there is one root)."""
+    xp = _xs.namespace(g)
+    rows, panels = xp.nonzero(xp.any(changes, axis=-1))
+    if rows.shape[0] == 0:
+        return None
+    flags = xp.astype(changes[rows, panels], xp.int32)  # (R, n + 1)
+    first = xp.argmax(flags, axis=-1)
+    last = flags.shape[-1] - 1 - xp.argmax(xp.flip(flags, axis=-1), axis=-1)
+    pts, vals = points[panels], u_points[rows, panels]
+    k = xp.concat([first, last])[:, None]
+    pts2, vals2, rows2 = xp.concat([pts, pts]), xp.concat([vals, vals]), xp.concat([rows, rows])
+    lo = xp.take_along_axis(pts2, k, axis=-1)[:, 0]
+    hi = xp.take_along_axis(pts2, k + 1, axis=-1)[:, 0]
+    u_lo = xp.take_along_axis(vals2, k, axis=-1)[:, 0]
+    u_hi = xp.take_along_axis(vals2, k + 1, axis=-1)[:, 0]
+    g_const, inducing_const = _xs.stop_gradient(g), _xs.stop_gradient(inducing)
+    root = _roots(g_const[rows2], lo, hi, u_lo, u_hi, inducing_const, setup)
+    count = rows.shape[0]
+    return rows, panels, root[:count], root[count:]
+
+
+def support_edges(g: Array, inducing: Array, setup: Setup, edges: Array) -> Array:
+    """The support boundaries (roots of u = 1 + (alpha-1) f~ in [a, b]) of one row
+    g (1, M), sorted, as the quadrature places them (empty for alpha = 1)."""
+    xp = _xs.namespace(g)
+    if setup.alpha == 1:
+        return xp.zeros((0,), dtype=g.dtype)
+    x, _ = _legendre(setup.nodes, g)
+    half = (edges[1:] - edges[:-1]) / 2
+    t_shared = xp.reshape(edges[:-1, None] + half[:, None] * (x + 1), (-1,))
+    f_shared = g @ kernel_matrix(t_shared, inducing, setup.kernel, setup.bandwidth).T
+    found = _boundary_roots(
+        g, inducing, setup, *_sign_changes(g, inducing, setup, edges, t_shared, f_shared)
+    )
+    if found is None:
+        return xp.zeros((0,), dtype=g.dtype)
+    _, _, r1, r2 = found
+    roots = xp.concat([r1, r2[r2 != r1]])
+    return xp.sort(roots)
+
+
+def _boundary_pieces(
+    g: Array, inducing: Array, setup: Setup, points: Array, u_points: Array, changes: Array
+) -> list[Piece]:
+    """Nodes and log masses on the support pieces of boundary panels.
+
+    A boundary panel has a sign change of u between consecutive points of
+    (lo, its nodes, hi). Its first and last changes bracket roots r1 <= r2, and
+    its support is [lo, r1] and/or [r2, hi] (u > 0 at the panel ends) or
+    [r1, r2] (u <= 0 at both ends): at most two pieces, each with its own
+    nodes. (A third root in one panel, or a dip below 0 between two nodes,
+    would be missed; panels are no wider than the kernel bandwidth.)
+
+    Integer 1/(alpha-1) (alpha = 2, 3/2, 4/3, ...): [u]_+^power is smooth up to a
+    root, so plain Gauss-Legendre on each piece, with the roots constants for
+    autograd (the Leibniz rule of the module docstring). Otherwise Gauss-Jacobi
+    with |t - root|^power at each root end; that rule is exact only at the exact
+    root, so its nodes carry the root's implicit gradient
+    d root = -(du/dgamma) / (du/dt) (one Newton step whose value is 0).
+    """
+    xp = _xs.namespace(g)
+    found = _boundary_roots(g, inducing, setup, points, u_points, changes)
+    if found is None:
+        return []
+    rows, panels, r1, r2 = found
+    n, alpha = setup.nodes, setup.alpha
+    power = 1 / (alpha - 1)
+    smooth = not singular_power(alpha)
+    pts, vals = points[panels], u_points[rows, panels]
+    if not smooth:  # the roots carry their implicit gradient (see the docstring)
+        both = xp.concat([r1, r2])
+        u_root, slope = _u_and_slope(both, g[xp.concat([rows, rows])], inducing, setup)
+        both = both - (u_root - _xs.stop_gradient(u_root)) / _xs.stop_gradient(slope)
+        r1, r2 = both[: rows.shape[0]], both[rows.shape[0] :]
+    lo_t, hi_t = pts[:, 0], pts[:, -1]
+    in_lo, in_hi = vals[:, 0] > 0, vals[:, -1] > 0
+    every = xp.ones_like(in_lo)
+    # (a, b, root at a, root at b, which panels have this piece)
+    specs = [
+        (
+            xp.where(in_lo, lo_t, xp.where(in_hi, r2, r1)),
+            xp.where(in_lo, r1, xp.where(in_hi, hi_t, r2)),
+            ~in_lo,
+            ~(~in_lo & in_hi),
+            every,
+        ),
+        (r2, hi_t, every, ~every, in_lo & in_hi),
+    ]
+    out = []
+    for a, b, root_a, root_b, present in specs:
+        if not bool(xp.any(present)):
+            continue
+        sel = xp.nonzero(present)[0]
+        a, b, root_a, root_b = a[sel], b[sel], root_a[sel], root_b[sel]
+        half = ((b - a) / 2)[:, None]
+        if smooth:
+            x, w = _legendre(n, g)
+            x = xp.broadcast_to(x, (sel.shape[0], n))
+            w = xp.broadcast_to(w, (sel.shape[0], n))
+        else:  # exponent power at each root end: (1 + x) at a, (1 - x) at b
+            x, w = _jacobi_by_end(n, power, root_a, root_b)
+        t = a[:, None] + half * (x + 1)
+        log_e = _deformed.log_exp_beta(_f_tilde(g[rows[sel]], t, inducing, setup), 2 - alpha)
+        log_w = xp.log(w * half)
+        if not smooth:  # the rule holds |t - root|^power: leave [u]_+^power / that
+            for at_root, factor in ((root_a, 1 + x), (root_b, 1 - x)):
+                on = at_root[:, None]
+                log_e = log_e - xp.where(on, power * xp.log(half * factor), 0.0)
+                log_w = log_w + xp.where(on, power * xp.log(half), 0.0)
+        out.append(Piece(log_e + _log_base(t, setup.base) + log_w, t, rows[sel]))
+    return out
+
+
+def _near_root(points: Array, u_points: Array) -> Array:
+    """(B, P): a support boundary lies within T.NEAR_ROOT panel widths outside an end.
+
+    The root is placed by the secant through u at the end and at the first node
+    inside: u decreasing outwards and u_end < T.NEAR_ROOT * width * |secant slope|.
+    """
+    xp = _xs.namespace(points)
+    width = points[:, -1] - points[:, 0]  # (P,)
+    flags = []
+    for end, inner in ((0, 1), (-1, -2)):
+        u_end, u_in = u_points[..., end], u_points[..., inner]
+        step = xp.abs(points[:, inner] - points[:, end])  # (P,)
+        rise = u_in - u_end  # > 0: u falls towards the outside
+        flags.append((rise > 0) & (u_end * step < T.NEAR_ROOT * width * rise))
+    return flags[0] | flags[1]
+
+
+def _graded_pieces(
+    g: Array, inducing: Array, setup: Setup, lo: Array, hi: Array, graded: Array
+) -> list[Piece]:
+    """Nodes and log masses of full panels next to a root outside them.
+
+    Each half is cut into T.GRADE_LEVELS + 1 pieces shrinking geometrically towards
+    its outer end (Gauss-Legendre, n nodes each). In blocks of panels so that the
+    (pieces x nodes x M) intermediates stay within T.KERNEL_CHUNK.
+    """
+    xp = _xs.namespace(g)
+    n = setup.nodes
+    rows, panels = xp.nonzero(graded)
+    device = getattr(g, "device", None)
+    levels = xp.asarray(
+        [T.GRADE_RATIO**-k for k in range(T.GRADE_LEVELS + 1)] + [0.0], dtype=g.dtype, device=device
+    )  # distances from the end, in half widths
+    x, w = _legendre(n, g)
+    per_pair = 2 * (T.GRADE_LEVELS + 1) * n
+    block = max(1, T.KERNEL_CHUNK // (per_pair * (inducing.shape[0] + setup.value_count + 4)))
+    out = []
+    for start in range(0, rows.shape[0], block):
+        r, pnl = rows[start : start + block], panels[start : start + block]
+        half = ((hi[pnl] - lo[pnl]) / 2)[:, None]  # (R, 1)
+        ends = []  # (a, b) of each piece: left half towards lo, right half towards hi
+        for edge, sign in ((lo[pnl][:, None], 1.0), (hi[pnl][:, None], -1.0)):
+            near, far = edge + sign * half * levels[1:], edge + sign * half * levels[:-1]
+            ends.append((xp.minimum(near, far), xp.maximum(near, far)))
+        a = xp.concat([e[0] for e in ends], axis=-1)  # (R, pieces)
+        b = xp.concat([e[1] for e in ends], axis=-1)
+        piece = ((b - a) / 2)[..., None]
+        t = xp.reshape(a[..., None] + piece * (x + 1), (r.shape[0], -1))  # (R, pieces n)
+        weights = xp.reshape(piece * w, (r.shape[0], -1))
+        log_e = _deformed.log_exp_beta(_f_tilde(g[r], t, inducing, setup), 2 - setup.alpha)
+        out.append(Piece(log_e + _log_base(t, setup.base) + xp.log(weights), t, r))
+    return out
+
+
+def _jacobi_by_end(n: int, power: float, root_a: Array, root_b: Array) -> tuple[Array, Array]:
+    """Per piece, Gauss-Jacobi nodes/weights of (1 - x)^(power at b) (1 + x)^(power at a)."""
+    xp = _xs.namespace(root_a)
+    table = [
+        _xs.constant_tables(
+            ("jacobi", n, power * right, power * left),
+            root_a,
+            lambda right=right, left=left: gauss_jacobi(n, power * right, power * left),
+        )
+        for left in (0.0, 1.0)
+        for right in (0.0, 1.0)
+    ]
+    xs = xp.stack([t[0] for t in table])
+    ws = xp.stack([t[1] for t in table])
+    index = 2 * xp.astype(root_a, xp.int64) + xp.astype(root_b, xp.int64)
+    return xs[index], ws[index]
+
+
+def integrate(
+    g: Array,
+    inducing: Array,
+    setup: Setup,
+    edges: Array,
+    values: Callable[[Array], Array],
+    run_chunk: Callable[..., tuple] | None = None,
+) -> tuple[Array, Array]:
+    """(E_p[v] (B, V), Z scaled by each row's largest node mass (B,)) for rows g (B, M).
+
+    ``values`` maps nodes t (...,) to v(t) (..., V), V = setup.value_count. Panels
+    go in chunks of about T.KERNEL_CHUNK values per (rows x nodes x (M + V))
+    intermediate; each chunk is scaled by its own row maximum and the sums are
+    combined by an online log-sum-exp. ``run_chunk(f, *arrays)`` runs a chunk
+    (default f(*arrays)); the Torch face passes a checkpoint there, so that a
+    chunk's intermediates are recomputed in the backward pass instead of kept.
+    """
+    xp = _xs.namespace(g)
+    rows = g.shape[0]
+    device = getattr(g, "device", None)
+    panels = edges.shape[0] - 1
+    width = g.shape[1] + setup.value_count + 8
+    per_chunk = max(1, T.KERNEL_CHUNK // (rows * setup.nodes * width))
+    starts = range(0, panels, per_chunk)
+
+    def chunk(g: Array, inducing: Array, edges: Array) -> tuple[Array, Array, Array]:
+        return _chunk_sums(g, inducing, setup, edges, values)
+
+    top = xp.full((rows,), -math.inf, dtype=g.dtype, device=device)
+    mass = xp.zeros((rows,), dtype=g.dtype, device=device)
+    numer = None
+    for start in starts:
+        args = (g, inducing, edges[start : start + per_chunk + 1])
+        part = run_chunk(chunk, *args) if run_chunk and len(starts) > 1 else chunk(*args)
+        chunk_top, chunk_mass, chunk_numer = part
+        new_top = xp.maximum(top, chunk_top)
+        finite = xp.isfinite(new_top)
+        old = xp.where(finite, xp.exp(xp.where(finite, top - new_top, 0.0)), 0.0)
+        new = xp.where(finite, xp.exp(xp.where(finite, chunk_top - new_top, 0.0)), 0.0)
+        mass = mass * old + chunk_mass * new
+        scaled = chunk_numer * new[:, None]
+        numer = scaled if numer is None else numer * old[:, None] + scaled
+        top = new_top
+    tiny = xp.finfo(g.dtype).smallest_normal
+    return numer / xp.clip(mass, min=tiny)[:, None], mass
+
+
+def _chunk_sums(
+    g: Array, inducing: Array, setup: Setup, edges: Array, values: Callable[[Array], Array]
+) -> tuple[Array, Array, Array]:
+    """(row maximum of the log masses, sum of masses, sum of masses times v) on the
+    panels between consecutive ``edges``, each scaled by that (constant) row maximum."""
+    xp = _xs.namespace(g)
+    rows = g.shape[0]
+    pieces = node_pieces(g, inducing, setup, edges)
+    tops = [
+        xp.max(p.log_mass, axis=-1)
+        if p.rows is None
+        else _xs.index_max(rows, p.rows, xp.max(p.log_mass, axis=-1))
+        for p in pieces
+    ]
+    top = _xs.stop_gradient(xp.max(xp.stack(tops), axis=0))
+    safe_top = xp.where(xp.isfinite(top), top, xp.zeros_like(top))
+    shared = pieces[0]
+    scaled = xp.exp(shared.log_mass - safe_top[:, None])  # (B, K)
+    mass, numer = xp.sum(scaled, axis=-1), scaled @ values(shared.t)
+    for piece in pieces[1:]:
+        scaled = xp.exp(piece.log_mass - safe_top[piece.rows, None])  # (R, K)
+        mass = _xs.index_add(mass, piece.rows, xp.sum(scaled, axis=-1))
+        weighted = xp.sum(scaled[:, :, None] * values(piece.t), axis=1)
+        numer = _xs.index_add(numer, piece.rows, weighted)
+    return top, mass, numer
