@@ -7,6 +7,9 @@
   written once against that namespace (both faces run it).
 - ``discrete``: softmax, sparsemax, entmax (sort-based and bisection), the gppr
   Jacobian and the ev-softmax logits, likewise written once.
+- ``kernel``: the kernel families' panels, support boundaries and log-space node
+  sums (tsallis.kernels.KernelFamily and torch_bridge.kernel_attention), likewise.
+- ``bases``: the base laws Q on [a, b] of the kernel families.
 - ``branching``: how the core skips work no element needs (a host read, or
   torch.cond supplied by the Torch face under torch.compile).
 - ``_generated``: closed forms printed once for the array namespace.
