@@ -549,10 +549,21 @@ def test_1d_row_pieces_change_nothing(monkeypatch, alpha, dtype):
     loc = torch.rand(5, 4, dtype=dtype, generator=generator).requires_grad_(True)
     scale = (0.02 + 0.2 * torch.rand(5, 4, dtype=dtype, generator=generator)).requires_grad_(True)
     weights = torch.rand(5, 4, 8, dtype=dtype, generator=generator)
+    pieces = []
+    whole = attention._forward_moments
+
+    def counted(*args):
+        pieces.append(args[1].shape)
+        return whole(*args)
+
+    monkeypatch.setattr(attention, "_forward_moments", counted)
     results = []
     for chunk in (1 << 20, 8, 24):
         monkeypatch.setattr(attention, "ROW_CHUNK", chunk)
+        pieces.clear()
         rho = continuous_attention(loc, scale, basis, alpha)
+        # 20 rows of 8 basis functions: one piece, 20 pieces of 1 row, 7 pieces of 3 rows
+        assert len(pieces) == {1 << 20: 1, 8: 20, 24: 7}[chunk]
         grads = torch.autograd.grad((rho * weights).sum(), (loc, scale))
         results.append((rho.detach(), *grads))
     exact = alpha in (1.0, 2.0)

@@ -28,10 +28,9 @@ from tsallis.core import kernel as core
 from tsallis.core._generated import gaussian as _gaussian
 from tsallis.core.bases import GaussianBase, UniformBase
 
-__all__ = ["KernelAttention", "kernel_attention", "kernel_matrix"]
+__all__ = ["KernelAttention", "kernel_attention"]
 
 _F64 = torch.float64
-kernel_matrix = core.kernel_matrix  # k(t, t_i), for callers that build their own f~
 
 
 def _checkpointed(chunk: Callable[..., tuple], *args: torch.Tensor) -> tuple:

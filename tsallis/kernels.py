@@ -39,10 +39,8 @@ def kernel_sum(
     t: ArrayLike, gamma: FloatArray, inducing: FloatArray, kernel: str, bandwidth: float
 ) -> FloatArray:
     """f~(t) = sum_i gamma_i k(t, t_i) for the Gaussian or Laplace kernel."""
-    distance = np.asarray(t, dtype=float)[..., None] - inducing
-    if kernel == "gaussian":
-        return np.exp(-(distance**2) / (2 * bandwidth**2)) @ gamma
-    return np.exp(-np.abs(distance) / bandwidth) @ gamma
+    t_ = np.asarray(t, dtype=float)
+    return _core.kernel_matrix(t_, np.asarray(inducing, dtype=float), kernel, bandwidth) @ gamma
 
 
 @dataclass
@@ -95,9 +93,11 @@ class KernelFamily:
             raise TypeError("base must be a UniformBase or a GaussianBase")
         if self.nodes is None:
             self.nodes = _core.default_nodes(self.alpha)
-        if not isinstance(self.nodes, (int, np.integer)) or isinstance(self.nodes, bool):
-            raise ValueError(f"nodes must be an int >= 2 (or None), got {self.nodes!r}")
-        if self.nodes < 2:
+        if (
+            not isinstance(self.nodes, (int, np.integer))
+            or isinstance(self.nodes, bool)
+            or self.nodes < 2
+        ):
             raise ValueError(f"nodes must be an int >= 2 (or None), got {self.nodes!r}")
         self.nodes = int(self.nodes)
         self._row = self.gamma[None, :]
@@ -129,10 +129,8 @@ class KernelFamily:
 
     def _nodes(self, setup: _core.Setup, edges: FloatArray) -> tuple[FloatArray, FloatArray]:
         """Every node with positive mass and its log mass (log q0 exp_{2-alpha}(f~) w)."""
-        per_chunk = max(1, _core.T.KERNEL_CHUNK // (self.nodes * (self.inducing.size + 8)))
         ts, logs = [], []
-        for start in range(0, edges.size - 1, per_chunk):
-            chunk = edges[start : start + per_chunk + 1]
+        for chunk in _core.panel_chunks(edges, 1, self.inducing.size, setup):
             with np.errstate(divide="ignore"):  # a zero weight or no support: log mass -inf
                 pieces = _core.node_pieces(self._row, self.inducing, setup, chunk)
             for piece in pieces:
@@ -151,9 +149,7 @@ class KernelFamily:
         middle = [(lo + hi) / 2 for lo, hi in pairwise(cuts)]
         inside = 1 + (self.alpha - 1) * self.f_tilde(np.array(middle)) > 0
         return [
-            (lo, hi)
-            for lo, hi, on in zip(cuts[:-1], cuts[1:], inside, strict=True)
-            if on and hi > lo
+            (lo, hi) for (lo, hi), on in zip(pairwise(cuts), inside, strict=True) if on and hi > lo
         ]
 
     def f_tilde(self, t: ArrayLike) -> FloatArray:

@@ -52,6 +52,7 @@ __all__ = [
     "integrate",
     "kernel_matrix",
     "node_pieces",
+    "panel_chunks",
     "panel_edges",
     "singular_power",
     "support_edges",
@@ -185,10 +186,6 @@ def envelope(gamma: Array, inducing: Array, kernel: str, bandwidth: float) -> fl
     return top
 
 
-def _log_base(t: Array, base: UniformBase | GaussianBase) -> Array:
-    return base.log_density(t)
-
-
 def _u_and_slope(t: Array, g: Array, inducing: Array, setup: Setup) -> tuple[Array, Array]:
     """u = 1 + (alpha-1) f~(t) and du/dt, for t (R,) and g (R, M)."""
     xp = _xs.namespace(t)
@@ -264,7 +261,7 @@ def node_pieces(g: Array, inducing: Array, setup: Setup, edges: Array) -> list[P
         pieces += _boundary_pieces(g, inducing, setup, points, u_points, changes)
         if graded is not None and bool(xp.any(graded)):
             pieces += _graded_pieces(g, inducing, setup, lo_t, hi_t, graded)
-    log_mass = log_e + _log_base(t_shared, setup.base) + xp.log(w_shared)
+    log_mass = log_e + setup.base.log_density(t_shared) + xp.log(w_shared)
     return [Piece(log_mass, t_shared, None), *pieces]
 
 
@@ -317,7 +314,7 @@ def support_edges(g: Array, inducing: Array, setup: Setup, edges: Array) -> Arra
     g (1, M), sorted, as the quadrature places them (empty for alpha = 1)."""
     xp = _xs.namespace(g)
     if setup.alpha == 1:
-        return xp.zeros((0,), dtype=g.dtype)
+        return xp.zeros((0,), dtype=g.dtype, device=getattr(g, "device", None))
     x, _ = _legendre(setup.nodes, g)
     half = (edges[1:] - edges[:-1]) / 2
     t_shared = xp.reshape(edges[:-1, None] + half[:, None] * (x + 1), (-1,))
@@ -326,7 +323,7 @@ def support_edges(g: Array, inducing: Array, setup: Setup, edges: Array) -> Arra
         g, inducing, setup, *_sign_changes(g, inducing, setup, edges, t_shared, f_shared)
     )
     if found is None:
-        return xp.zeros((0,), dtype=g.dtype)
+        return xp.zeros((0,), dtype=g.dtype, device=getattr(g, "device", None))
     _, _, r1, r2 = found
     roots = xp.concat([r1, r2[r2 != r1]])
     return xp.sort(roots)
@@ -400,7 +397,7 @@ def _boundary_pieces(
                 on = at_root[:, None]
                 log_e = log_e - xp.where(on, power * xp.log(half * factor), 0.0)
                 log_w = log_w + xp.where(on, power * xp.log(half), 0.0)
-        out.append(Piece(log_e + _log_base(t, setup.base) + log_w, t, rows[sel]))
+        out.append(Piece(log_e + setup.base.log_density(t) + log_w, t, rows[sel]))
     return out
 
 
@@ -454,7 +451,7 @@ def _graded_pieces(
         t = xp.reshape(a[..., None] + piece * (x + 1), (r.shape[0], -1))  # (R, pieces n)
         weights = xp.reshape(piece * w, (r.shape[0], -1))
         log_e = _deformed.log_exp_beta(_f_tilde(g[r], t, inducing, setup), 2 - setup.alpha)
-        out.append(Piece(log_e + _log_base(t, setup.base) + xp.log(weights), t, r))
+        out.append(Piece(log_e + setup.base.log_density(t) + xp.log(weights), t, r))
     return out
 
 
@@ -476,6 +473,14 @@ def _jacobi_by_end(n: int, power: float, root_a: Array, root_b: Array) -> tuple[
     return xs[index], ws[index]
 
 
+def panel_chunks(edges: Array, rows: int, inducing_count: int, setup: Setup) -> list[Array]:
+    """The panel ends cut into overlapping runs (consecutive runs share an end), each of
+    about T.KERNEL_CHUNK values per (rows x nodes x (M + V)) intermediate."""
+    width = inducing_count + setup.value_count + 8
+    per_chunk = max(1, T.KERNEL_CHUNK // (rows * setup.nodes * width))
+    return [edges[i : i + per_chunk + 1] for i in range(0, edges.shape[0] - 1, per_chunk)]
+
+
 def integrate(
     g: Array,
     inducing: Array,
@@ -487,8 +492,7 @@ def integrate(
     """(E_p[v] (B, V), Z scaled by each row's largest node mass (B,)) for rows g (B, M).
 
     ``values`` maps nodes t (...,) to v(t) (..., V), V = setup.value_count. Panels
-    go in chunks of about T.KERNEL_CHUNK values per (rows x nodes x (M + V))
-    intermediate; each chunk is scaled by its own row maximum and the sums are
+    go in chunks (panel_chunks); each chunk is scaled by its own row maximum and the sums are
     combined by an online log-sum-exp. ``run_chunk(f, *arrays)`` runs a chunk
     (default f(*arrays)); the Torch face passes a checkpoint there, so that a
     chunk's intermediates are recomputed in the backward pass instead of kept.
@@ -496,10 +500,7 @@ def integrate(
     xp = _xs.namespace(g)
     rows = g.shape[0]
     device = getattr(g, "device", None)
-    panels = edges.shape[0] - 1
-    width = g.shape[1] + setup.value_count + 8
-    per_chunk = max(1, T.KERNEL_CHUNK // (rows * setup.nodes * width))
-    starts = range(0, panels, per_chunk)
+    chunks = panel_chunks(edges, rows, g.shape[1], setup)
 
     def chunk(g: Array, inducing: Array, edges: Array) -> tuple[Array, Array, Array]:
         return _chunk_sums(g, inducing, setup, edges, values)
@@ -507,9 +508,9 @@ def integrate(
     top = xp.full((rows,), -math.inf, dtype=g.dtype, device=device)
     mass = xp.zeros((rows,), dtype=g.dtype, device=device)
     numer = None
-    for start in starts:
-        args = (g, inducing, edges[start : start + per_chunk + 1])
-        part = run_chunk(chunk, *args) if run_chunk and len(starts) > 1 else chunk(*args)
+    for edges_chunk in chunks:
+        args = (g, inducing, edges_chunk)
+        part = run_chunk(chunk, *args) if run_chunk and len(chunks) > 1 else chunk(*args)
         chunk_top, chunk_mass, chunk_numer = part
         new_top = xp.maximum(top, chunk_top)
         finite = xp.isfinite(new_top)

@@ -26,7 +26,7 @@ import torch
 from torch import nn
 
 from torch_bridge import GaussianRBF, continuous_attention, kernel_attention, ridge_value_function
-from torch_bridge.kernel import kernel_matrix
+from tsallis.core.kernel import kernel_matrix
 
 LENGTH = 95
 MODELS = ("continuous softmax", "continuous sparsemax", "kernel softmax", "kernel sparsemax")
