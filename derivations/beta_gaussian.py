@@ -18,7 +18,7 @@ from derivations.lemmas import (
     symmetric_beta_cdf,
     tidy_log,
 )
-from derivations.primitives import PositivePart, expm1
+from derivations.primitives import PositivePart, expm1, log1p
 from derivations.result import FamilyDerivation, Kernel
 
 SOURCE = "derivations/beta_gaussian.py"
@@ -49,6 +49,35 @@ def solve_radial_family(k: sp.Expr) -> dict[str, sp.Expr]:
 
 
 C = sp.Symbol("C", positive=True)
+LOG_AC = sp.Symbol("log_ac", real=True)  # log((alpha - 1) c), computed once per distribution
+LOG_MODE = sp.Symbol("log_mode", real=True)  # log p at the mode
+INV_RADIUS2 = sp.Symbol("inv_radius2", positive=True)  # 1 / R^2
+
+
+def radial_log_density(kk: sp.Expr, alpha: sp.Expr) -> dict[str, sp.Expr]:
+    """log p = log p(mode) + k log1p(-d^2 / R^2), with p(mode) and 1/R^2 from log_ac.
+
+    p = [e^log_ac - (alpha-1) d^2/2]^k factors as p(mode) (1 - d^2/R^2)^k. A
+    distribution computes log p(mode), 1/R^2 and k once (in float64 if it likes)
+    and log_prob is then a few ops per value in the value's dtype. The log1p
+    form keeps float32 exact as alpha -> 1, where k log(inner) would multiply
+    the rounding of inner by k = 1/(alpha-1). Checked against the direct form.
+    """
+    inner = sp.exp(LOG_AC) - (alpha - 1) * S.d2 / 2
+    log_mode = sp.expand_log(kk * sp.log(inner.subs(S.d2, 0)), force=True)
+    inv_radius2 = sp.simplify(-sp.diff(inner, S.d2) / inner.subs(S.d2, 0))
+    u = S.d2 * INV_RADIUS2
+    logpdf = sp.Piecewise((LOG_MODE + S.k * log1p(-u), u < 1), (-sp.oo, True))
+    # the factored form is the direct one: compare at 30 digits inside the support
+    values = {LOG_MODE: log_mode, INV_RADIUS2: inv_radius2, S.k: kk}
+    direct = kk * sp.log(inner)
+    for a, ell, d2 in (("1.3", "0.4", "0.5"), ("2.5", "-3", "0.01"), ("1.001", "0.2", "0.3")):
+        point = {alpha: sp.Rational(a), LOG_AC: sp.Rational(ell), S.d2: sp.Rational(d2)}
+        got = (LOG_MODE + S.k * sp.log(1 - u)).subs(values).subs(point)
+        gap = sp.N(got - direct.subs(point), 30)
+        if abs(gap) > sp.Float("1e-25") or not sp.N(u.subs(values).subs(point)) < 1:
+            raise AssertionError(f"radial log density off by {gap} at {point}")
+    return {"log_mode": log_mode, "inv_radius2": inv_radius2, "logpdf": logpdf}
 
 
 def derive_beta_gaussian() -> FamilyDerivation:
@@ -68,6 +97,7 @@ def derive_beta_gaussian() -> FamilyDerivation:
     inner = sp.exp(log_ac) - (alpha - 1) * S.d2 / 2  # (alpha-1)(c - d^2/2)
     kk = 1 / (alpha - 1)
     logpdf_d2 = sp.Piecewise((kk * sp.log(inner), inner > 0), (-sp.oo, True))
+    radial = radial_log_density(kk, alpha)
     pdf_d2 = sp.Piecewise((inner**kk, inner > 0), (0, True))
 
     one_d = {S.n: 1, S.logdet: 2 * sp.log(S.scale)}
@@ -119,6 +149,25 @@ def derive_beta_gaussian() -> FamilyDerivation:
         Kernel(
             "pdf_d2", (S.d2, alpha, S.n, S.logdet), pdf_d2, "p at squared Mahalanobis distance d2."
         ),
+        Kernel("log_ac_1d", (alpha, S.scale), log_ac_1d, "log((alpha - 1) c) in 1D."),
+        Kernel(
+            "log_mode_at",
+            (alpha, LOG_AC),
+            radial["log_mode"],
+            "log p at the mode, from log_ac = log((alpha - 1) c).",
+        ),
+        Kernel(
+            "inv_radius2_at",
+            (alpha, LOG_AC),
+            radial["inv_radius2"],
+            "1 / R^2 (R the support radius in the Sigma^-1 metric), from log_ac.",
+        ),
+        Kernel(
+            "logpdf_radial",
+            (S.d2, LOG_MODE, INV_RADIUS2, k),
+            radial["logpdf"],
+            "log p at squared distance d2 from log_mode, inv_radius2 and k = 1/(alpha-1).",
+        ),
         Kernel("threshold_1d", (alpha, S.scale), -c_1d, "tau in 1D."),
         Kernel("half_width_1d", (alpha, S.scale), half_width, "Support half-width in 1D."),
         Kernel("variance_1d", (alpha, S.scale), variance_1d, "Variance in 1D."),
@@ -155,6 +204,9 @@ def derive_beta_gaussian() -> FamilyDerivation:
             "loc": S.loc,
             "scale": S.scale,
             "k": k,
+            "log_ac": LOG_AC,
+            "log_mode": LOG_MODE,
+            "inv_radius2": INV_RADIUS2,
         },
         score=-S.d2 / 2,
         density=PositivePart(inner) ** kk,

@@ -51,6 +51,11 @@ VALUES = {
     "w_plus": [0.0, 0.5, 30.0],
     "w_minus": [0.0, 2.0, 1e-3],
     "others": [0.0, 0.3, 1.0],
+    # beta-Gaussian log density from its per-distribution terms
+    "log_ac": [-3.0, 0.0, 2.0],
+    "log_mode": [-5.0, 0.0, 3.0],
+    "inv_radius2": [0.5, 1.0, 2.0],
+    "k": [100.0, 2.0, 0.25],
 }
 # Kernels whose documented domain is narrower than the table above.
 DOMAIN = {"smoothed_exp_beta": {"beta": [0.0, 0.5]}, "log_exp_beta": {"beta": [0.0, 0.5, 1.0]}}
@@ -188,6 +193,10 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "w_plus": 0.3,
         "w_minus": 0.2,
         "others": 0.4,
+        "log_ac": 0.3,
+        "log_mode": -1.0,
+        "inv_radius2": 1.5,
+        "k": 1.4,
     }
     args = [
         torch.tensor(float(interior[k]), dtype=F64, requires_grad=i in diff)

@@ -14,6 +14,7 @@ from torch.distributions import Beta, Distribution, constraints
 
 from torch_bridge._generated import beta_gaussian as _gen
 from torch_bridge.attention import loc_scale_from_natural
+from tsallis.core.arrays import mahalanobis2
 
 __all__ = ["BetaGaussian"]
 
@@ -255,19 +256,48 @@ class BetaGaussian(Distribution):
         value = torch.as_tensor(value, dtype=self.loc.dtype, device=self.loc.device)
         if self._validate_args:
             self._validate_sample(value)
+        work = torch.promote_types(self.loc.dtype, torch.float32)  # half: in float32
         if self.multivariate:
-            diff = (value - self.loc)[..., None]
-            half = diff.dtype in _HALF  # no half triangular solve: in float32, cast back
-            low = self._low.float() if half else self._low
-            z = torch.linalg.solve_triangular(low, diff.to(low.dtype), upper=False)[..., 0]
-            d2 = (z * z).sum(-1).to(self.loc.dtype)
-            out = _gen.logpdf_d2(d2, self.alpha, self.dim, self._logdet)
+            # half precision: solve in float32 (no half triangular solver)
+            diff = value.to(work) - self.loc.to(work)
+            d2 = mahalanobis2(self._low.to(work), diff)
             nan = torch.isnan(value).any(-1)
         else:
-            out = _gen.logpdf_1d(value, self.alpha, self.loc, self.scale)
+            z = (value.to(work) - self.loc.to(work)) / self.scale.to(work)
+            d2 = z * z
             nan = torch.isnan(value)
+        out = _gen.logpdf_radial(d2, *self._radial())
         # the kernels read NaN as "outside" (-inf), and compute half precision in float32
         return torch.where(nan, torch.nan, out).to(self.loc.dtype)
+
+    def _radial(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(log p at the mode, 1/R^2, k = 1/(alpha-1)) in the value dtype (half: float32).
+
+        log_prob is then log_mode + k log1p(-d^2/R^2): the normalizer (log-gamma
+        series) is not recomputed per call, and float32 values stay float32. They
+        are computed in alpha's precision (float64 for a Python alpha) and cached
+        when no parameter needs a gradient; with gradients they are recomputed, so
+        that every log_prob has its own graph (as torch's Normal does).
+        """
+        cached = self.__dict__.get("_radial_cache")
+        if cached is not None:
+            return cached
+        if self.multivariate:
+            log_ac = _gen.log_ac(self.alpha, self.dim, self._logdet)
+        else:
+            log_ac = _gen.log_ac_1d(self.alpha, self.scale)
+        work = torch.promote_types(self.loc.dtype, torch.float32)
+        terms = (
+            _gen.log_mode_at(self.alpha, log_ac).to(work),
+            _gen.inv_radius2_at(self.alpha, log_ac).to(work),
+            (1 / (self.alpha - 1)).to(work),
+        )
+        needs_grad = torch.is_grad_enabled() and any(
+            t.requires_grad for t in (self.alpha, self.loc, self.scale)
+        )
+        if not needs_grad:
+            self.__dict__["_radial_cache"] = terms
+        return terms
 
     def entropy(self) -> torch.Tensor:
         """The Tsallis alpha-entropy (seed 000 eq 6), not the Shannon entropy."""

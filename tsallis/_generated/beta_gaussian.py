@@ -7,9 +7,9 @@ import numpy as np
 import scipy.special as _sp
 from tsallis.core import special as _special
 
-from tsallis.core._generated.beta_gaussian import threshold, log_ac, radius, cov_scale, tsallis_entropy, logpdf_d2, pdf_d2, threshold_1d, half_width_1d, variance_1d, tsallis_entropy_1d, logpdf_1d, pdf_1d
+from tsallis.core._generated.beta_gaussian import threshold, log_ac, radius, cov_scale, tsallis_entropy, logpdf_d2, pdf_d2, log_ac_1d, log_mode_at, inv_radius2_at, logpdf_radial, threshold_1d, half_width_1d, variance_1d, tsallis_entropy_1d, logpdf_1d, pdf_1d
 
-__all__ = ["threshold", "log_ac", "radius", "cov_scale", "tsallis_entropy", "logpdf_d2", "pdf_d2", "threshold_1d", "half_width_1d", "variance_1d", "tsallis_entropy_1d", "logpdf_1d", "pdf_1d", "cdf_1d", "ppf_1d"]
+__all__ = ["threshold", "log_ac", "radius", "cov_scale", "tsallis_entropy", "logpdf_d2", "pdf_d2", "log_ac_1d", "log_mode_at", "inv_radius2_at", "logpdf_radial", "threshold_1d", "half_width_1d", "variance_1d", "tsallis_entropy_1d", "logpdf_1d", "pdf_1d", "cdf_1d", "ppf_1d"]
 
 
 def cdf_1d(x, alpha, loc, scale):

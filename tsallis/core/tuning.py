@@ -143,3 +143,8 @@ KERNEL_CHUNK = 1 << 22
 NEAR_ROOT = 1.0
 GRADE_RATIO = 8.0
 GRADE_LEVELS = 18
+# Mahalanobis distances with at most SMALL_SOLVE unknowns run as forward substitution
+# in elementwise ops (same arithmetic as LAPACK's trsv). Torch's batched LAPACK call
+# costs about 85 us for 1024 systems of 3 and broadcasts one factor against 100,000
+# right-hand sides by copying it; substitution broadcasts for free.
+SMALL_SOLVE = 4

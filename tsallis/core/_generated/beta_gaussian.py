@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["threshold", "log_ac", "radius", "cov_scale", "tsallis_entropy", "logpdf_d2", "pdf_d2", "threshold_1d", "half_width_1d", "variance_1d", "tsallis_entropy_1d", "logpdf_1d", "pdf_1d"]
+__all__ = ["threshold", "log_ac", "radius", "cov_scale", "tsallis_entropy", "logpdf_d2", "pdf_d2", "log_ac_1d", "log_mode_at", "inv_radius2_at", "logpdf_radial", "threshold_1d", "half_width_1d", "variance_1d", "tsallis_entropy_1d", "logpdf_1d", "pdf_1d"]
 
 
 def threshold(alpha, n, logdet):
@@ -82,6 +82,34 @@ def pdf_d2(d2, alpha, n, logdet):
     _t3 = 1/_t0
     _t4 = 0.5*_t0*d2 - xp.exp(_t0*_t1*n*xp.log(_t0) - _t2*logdet - _t2*(0.6931471805599453*n + 1.1447298858494002*n - 2*_xs.lgamma_ratio(_t3 + 1, 0.5*n)))
     return xp.where((_t4 < 0), xp.where(-_t4 > 0, -_t4, 1)**_t3, 0)
+
+
+def log_ac_1d(alpha, scale):
+    """log((alpha - 1) c) in 1D."""
+    xp, (alpha, scale) = _xs.arrays(alpha, scale)
+    _t0 = 1/(alpha + 1)
+    _t1 = alpha - 1
+    _t2 = _t0*_t1
+    return _t0*_t1*xp.log(_t1) - _t2*(-2*_xs.lgamma_ratio(1 + 1/_t1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t2*xp.log(scale)
+
+
+def log_mode_at(alpha, log_ac):
+    """log p at the mode, from log_ac = log((alpha - 1) c)."""
+    xp, (alpha, log_ac) = _xs.arrays(alpha, log_ac)
+    return log_ac/(alpha - 1)
+
+
+def inv_radius2_at(alpha, log_ac):
+    """1 / R^2 (R the support radius in the Sigma^-1 metric), from log_ac."""
+    xp, (alpha, log_ac) = _xs.arrays(alpha, log_ac)
+    return 0.5*(alpha - 1)*xp.exp(-log_ac)
+
+
+def logpdf_radial(d2, log_mode, inv_radius2, k):
+    """log p at squared distance d2 from log_mode, inv_radius2 and k = 1/(alpha-1)."""
+    xp, (d2, log_mode, inv_radius2, k) = _xs.arrays(d2, log_mode, inv_radius2, k)
+    _t0 = d2*inv_radius2
+    return xp.where((_t0 < 1), k*xp.log1p(xp.where(-_t0 > -1, -_t0, 0)) + log_mode, -math.inf)
 
 
 def threshold_1d(alpha, scale):
