@@ -43,6 +43,9 @@ def kernel_sum(
     return _core.kernel_matrix(t_, np.asarray(inducing, dtype=float), kernel, bandwidth) @ gamma
 
 
+_NO_MASS = "exp_{2-alpha}(f~) vanishes on the whole interval: the family has no mass"
+
+
 @dataclass
 class KernelFamily:
     """p(t) = q0(t) exp_{2-alpha}(f~(t)) / Z on the base's interval; alpha >= 1.
@@ -73,7 +76,6 @@ class KernelFamily:
     bandwidth: float = 0.1
     base: UniformBase | GaussianBase = field(default_factory=UniformBase)
     nodes: int | None = None
-    log_normalizer: float = field(init=False)
 
     def __post_init__(self) -> None:
         self.gamma = check.as_float("gamma", self.gamma)
@@ -105,13 +107,26 @@ class KernelFamily:
         self._base_edges = edges = self._edges(math.inf)
         setup = self._setup(1)
         self.support_edges = _core.support_edges(self._row, self.inducing, setup, edges)
-        self._x, self._log_mass = self._nodes(setup, edges)
-        self.log_normalizer = float(logsumexp(self._log_mass)) if self._x.size else -math.inf
-        if not math.isfinite(self.log_normalizer):
-            raise ValueError(
-                "exp_{2-alpha}(f~) vanishes on the whole interval: the family has no mass"
-            )
-        self._log_mass -= self.log_normalizer
+        if not self.support:
+            raise ValueError(_NO_MASS)
+        # The nodes on the family's own panels are built on first use (logpdf, expect,
+        # normalizer): expect_rbf with narrower RBFs integrates on its own panels.
+        self._quadrature: tuple[FloatArray, FloatArray, float] | None = None
+
+    def _nodes_and_mass(self) -> tuple[FloatArray, FloatArray, float]:
+        """(nodes, normalized log masses, log Z) on the family's panels, built once."""
+        if self._quadrature is None:
+            x, log_mass = self._nodes(self._setup(1), self._base_edges)
+            log_z = float(logsumexp(log_mass)) if x.size else -math.inf
+            if not math.isfinite(log_z):
+                raise ValueError(_NO_MASS)
+            self._quadrature = (x, log_mass - log_z, log_z)
+        return self._quadrature
+
+    @property
+    def log_normalizer(self) -> float:
+        """log Z."""
+        return self._nodes_and_mass()[2]
 
     def _setup(self, values: int) -> _core.Setup:
         return _core.Setup(self.kernel, self.bandwidth, self.base, self.alpha, self.nodes, values)
@@ -179,7 +194,8 @@ class KernelFamily:
 
     def expect(self, g: Callable[[FloatArray], ArrayLike]) -> NDArray[np.floating]:
         """E_p[g(T)] for g mapping nodes (n,) to values (..., n)."""
-        return np.asarray(g(self._x)) @ np.exp(self._log_mass)
+        x, log_mass, _ = self._nodes_and_mass()
+        return np.asarray(g(x)) @ np.exp(log_mass)
 
     def expect_rbf(self, mu: ArrayLike, sigma: ArrayLike) -> FloatArray:
         """E_p[psi_j] for the Gaussian RBF basis psi_j = N(t; mu_j, sigma_j^2), shape (N,).
