@@ -258,7 +258,7 @@ class BetaGaussian(Distribution):
             self._validate_sample(value)
         work = torch.promote_types(self.loc.dtype, torch.float32)  # half: in float32
         if self.multivariate:
-            # half precision: solve in float32 (no half triangular solver)
+            # half precision is worked in float32, like the Cholesky factor itself
             diff = value.to(work) - self.loc.to(work)
             d2 = mahalanobis2(self._low.to(work), diff)
             nan = torch.isnan(value).any(-1)
