@@ -162,7 +162,7 @@ class KernelFamily:
         if self.alpha == 1:
             return [(self.base.a, self.base.b)]
         middle = [(lo + hi) / 2 for lo, hi in pairwise(cuts)]
-        inside = 1 + (self.alpha - 1) * self.f_tilde(np.array(middle)) > 0
+        inside = _core.deformed_base(self.f_tilde(np.array(middle)), self.alpha) > 0
         return [
             (lo, hi) for (lo, hi), on in zip(pairwise(cuts), inside, strict=True) if on and hi > lo
         ]
@@ -275,7 +275,7 @@ def prop_5_4(family: KernelFamily, c_t: float) -> Verdict:
     grid = np.concatenate(
         [np.linspace(a, -c_t, 257) if a < -c_t else [], np.linspace(c_t, b, 257) if b > c_t else []]
     )
-    worst = float(np.max((family.alpha - 1) * family.f_tilde(grid) + 1))
+    worst = float(np.max(_core.deformed_base(family.f_tilde(grid), family.alpha)))
     if worst <= 0:
         return Verdict(
             True, f"(alpha-1) f~ + 1 <= 0 on |t| > {c_t} (max {worst:.3g} on a 257-point grid)"

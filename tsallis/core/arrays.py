@@ -17,6 +17,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import scipy.linalg
 import scipy.special as _sp
 from array_api_compat import array_namespace, is_torch_array
 
@@ -295,6 +296,10 @@ def mahalanobis2(low: Array, diff: Array) -> Array:
     if n > SMALL_SOLVE:
         if is_torch_array(diff):
             z = xp.linalg.solve_triangular(low, diff[..., None], upper=False)[..., 0]
+        elif low.ndim == 2:  # one factor: one triangular solve for every value
+            flat = np.reshape(diff, (-1, n)).T
+            z = scipy.linalg.solve_triangular(low, flat, lower=True, check_finite=False).T
+            z = np.reshape(z, diff.shape)
         else:
             z = np.linalg.solve(low, diff[..., None])[..., 0]  # LU: exact on a triangle too
         return xp.sum(z * z, axis=-1)

@@ -48,6 +48,7 @@ __all__ = [
     "Piece",
     "Setup",
     "default_nodes",
+    "deformed_base",
     "envelope",
     "integrate",
     "kernel_matrix",
@@ -186,6 +187,11 @@ def envelope(gamma: Array, inducing: Array, kernel: str, bandwidth: float) -> fl
     return top
 
 
+def deformed_base(f: Array, alpha: float) -> Array:
+    """u = 1 + (alpha-1) f, whose positive part to the power 1/(alpha-1) is exp_{2-alpha}(f)."""
+    return 1 + (alpha - 1) * f
+
+
 def _u_and_slope(t: Array, g: Array, inducing: Array, setup: Setup) -> tuple[Array, Array]:
     """u = 1 + (alpha-1) f~(t) and du/dt, for t (R,) and g (R, M)."""
     xp = _xs.namespace(t)
@@ -196,8 +202,8 @@ def _u_and_slope(t: Array, g: Array, inducing: Array, setup: Setup) -> tuple[Arr
         dk = -distance / (bandwidth * bandwidth) * k
     else:
         dk = -xp.sign(distance) / bandwidth * k
-    scale = setup.alpha - 1
-    return 1 + scale * xp.sum(g * k, axis=-1), scale * xp.sum(g * dk, axis=-1)
+    u = deformed_base(xp.sum(g * k, axis=-1), setup.alpha)
+    return u, (setup.alpha - 1) * xp.sum(g * dk, axis=-1)
 
 
 def _roots(
@@ -274,8 +280,8 @@ def _sign_changes(
     n, alpha = setup.nodes, setup.alpha
     rows, panels = g.shape[0], edges.shape[0] - 1
     k_edges = kernel_matrix(edges, inducing, setup.kernel, setup.bandwidth)
-    u_edges = 1 + (alpha - 1) * _xs.stop_gradient(g @ k_edges.T)
-    u_nodes = xp.reshape(1 + (alpha - 1) * _xs.stop_gradient(f_shared), (rows, panels, n))
+    u_edges = deformed_base(_xs.stop_gradient(g @ k_edges.T), alpha)
+    u_nodes = xp.reshape(deformed_base(_xs.stop_gradient(f_shared), alpha), (rows, panels, n))
     u_points = xp.concat([u_edges[:, :-1, None], u_nodes, u_edges[:, 1:, None]], axis=-1)
     changes = (u_points[..., :-1] > 0) != (u_points[..., 1:] > 0)
     nodes = xp.reshape(t_shared, (-1, n))

@@ -6,9 +6,9 @@ from types import ModuleType
 from typing import ClassVar
 
 import numpy as np
-import scipy.linalg
 from numpy.typing import ArrayLike
 
+from tsallis.core import arrays as _xs
 from tsallis.core import validation as check
 from tsallis.core.validation import FloatArray
 
@@ -39,12 +39,8 @@ class MultivariateFamily:
         x_ = check.as_float("x", x, allow_inf=True)
         if x_.shape[-1:] != (self.dim,):
             raise ValueError(f"x must have shape (..., {self.dim}), got {x_.shape}")
-        centred = (x_ - self.loc).reshape(-1, self.dim).T
         with np.errstate(invalid="ignore", over="ignore"):  # d^2 = inf far out: density 0
-            white = scipy.linalg.solve_triangular(
-                self._chol, centred, lower=True, check_finite=False
-            )
-            d2 = np.sum(white**2, axis=0).reshape(x_.shape[:-1])
+            d2 = _xs.mahalanobis2(self._chol, x_ - self.loc)
         return np.where(np.isinf(x_).any(axis=-1), np.inf, d2)
 
     @property
