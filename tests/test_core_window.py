@@ -56,6 +56,22 @@ def test_numpy_and_torch_run_the_same_code(alpha):
     assert centred.all() and (numpy_out["m1"].reshape(-1, ROW)[:, 0] == 0).all()
 
 
+@pytest.mark.parametrize("alpha", [1.01, 1.05, 1.2, 1.7, 3.0, 5.0])
+@pytest.mark.parametrize("dense", [False, True])
+def test_float32_tier_within_float32_bars(alpha, dense):
+    """tuning.FLOAT32 (fewer nodes, shallower windows; what float32 results use) against
+    FLOAT64: every moment within 1e-6 of its row's largest, the float32 bar for rho
+    (J's is 1e-5). Measured worst: 2e-7 (m2c at alpha = 1.01), 4e-8 elsewhere."""
+    from tsallis.core import tuning
+
+    for seed in (1, 2, 3):
+        ep, em, r = _inputs(seed, rows=60)
+        ref = window.window_moments(alpha, ep, em, r, row=ROW, dense=False)
+        got = window.window_moments(alpha, ep, em, r, row=ROW, dense=dense, accuracy=tuning.FLOAT32)
+        for key in ("rho", "m1", "m2c"):
+            assert _row_error(got[key], ref[key]) <= 1e-6, (seed, key)
+
+
 @pytest.mark.parametrize("alpha", ALPHAS)
 def test_dense_form_matches_sparse_form(alpha):
     """dense=True (no host reads: GPU, torch.compile) against dense=False (eager CPU).

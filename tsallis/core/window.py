@@ -62,7 +62,7 @@ Moments = dict[str, Array]
 _cached = _xs.constant_tables
 
 
-def _window_tables(m: float) -> tuple[np.ndarray, ...]:
+def _window_tables(m: float, n: int) -> tuple[np.ndarray, ...]:
     """Gauss-Jacobi rules for the four (left, right) edge configurations.
 
     Index 2 * left + right. Rows of xi, 1 + xi, 1 - xi and the weights of
@@ -72,7 +72,7 @@ def _window_tables(m: float) -> tuple[np.ndarray, ...]:
     rows: list[list[np.ndarray]] = [[], [], [], []]
     for left in (False, True):
         for right in (False, True):
-            xi, w = window_rule(T.WINDOW_NODES, m, left, right)
+            xi, w = window_rule(n, m, left, right)
             xi, w = np.array(xi, dtype=np.float64), np.array(w, dtype=np.float64)
             if left == right:
                 xi, w = (xi - xi[::-1]) / 2, (w + w[::-1]) / 2
@@ -95,8 +95,10 @@ def _mirror_sum(xp: Any, values: Array) -> Array:
     return xp.sum(values[..., : n // 2] + xp.flip(values, axis=-1)[..., : n // 2], axis=-1)
 
 
-def _level_window(ep: Array, em: Array, r: Array, m: float) -> tuple[Array, Array]:
-    """[lo, hi] in y = (u - c)/r where log[(1 - u^2)^m phi(y)] is within WINDOW_EXP of its peak.
+def _level_window(
+    ep: Array, em: Array, r: Array, m: float, depth: float, steps: tuple[int, int]
+) -> tuple[Array, Array]:
+    """[lo, hi] in y = (u - c)/r where log[(1 - u^2)^m phi(y)] is within depth of its peak.
 
     g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave with g'' <= -1, so the
     level set lies within sqrt(2 E) of the peak. The peak solves the cubic
@@ -108,13 +110,13 @@ def _level_window(ep: Array, em: Array, r: Array, m: float) -> tuple[Array, Arra
     edge_lo, edge_hi = -em / r, ep / r
     if m == 0:
         peak = xp.clip(xp.zeros_like(r), min=edge_lo, max=edge_hi)
-        reach = xp.sqrt(peak * peak + 2 * T.WINDOW_EXP)
+        reach = xp.sqrt(peak * peak + 2 * depth)
         return xp.maximum(edge_lo, -reach), xp.minimum(edge_hi, reach)
     c = (em - ep) / 2
     b = 1 + 2 * m * r * r
     lo_u, hi_u = -xp.ones_like(c), xp.ones_like(c)
     u = xp.clip(c / b, min=-1.0, max=1.0)
-    for _ in range(T.PEAK_STEPS):
+    for _ in range(steps[0]):
         h = (c - u) * (1 - u * u) - 2 * m * r * r * u  # decreasing through the root
         above = h > 0
         lo_u, hi_u = xp.where(above, u, lo_u), xp.where(above, hi_u, u)
@@ -131,14 +133,14 @@ def _level_window(ep: Array, em: Array, r: Array, m: float) -> tuple[Array, Arra
     def slope(y: Array) -> Array:
         return m * r * (1 / (em + r * y) - 1 / (ep - r * y)) - y
 
-    level = g(peak) - T.WINDOW_EXP
-    reach = math.sqrt(2 * T.WINDOW_EXP) + 1
+    level = g(peak) - depth
+    reach = math.sqrt(2 * depth) + 1
     ends = []
     for sign, edge in ((-1.0, edge_lo), (1.0, edge_hi)):
         start = peak + sign * reach
         past = start * sign >= edge * sign
         y = xp.where(past, (peak + edge) / 2, start)  # past: any finite point, replaced below
-        for _ in range(T.LEVEL_STEPS):
+        for _ in range(steps[1]):
             d = slope(y)
             d = xp.where(d * sign < 0, d, -sign * xp.ones_like(d))
             y = y - (g(y) - level) / d
@@ -146,14 +148,15 @@ def _level_window(ep: Array, em: Array, r: Array, m: float) -> tuple[Array, Arra
     return xp.maximum(ends[0], edge_lo), xp.minimum(ends[1], edge_hi)
 
 
-def _peak_window(ep: Array, em: Array, r: Array, m: float) -> Moments:
+def _peak_window(ep: Array, em: Array, r: Array, m: float, accuracy: T.Accuracy) -> Moments:
     """The window for exponents max(m, 0) and m + 1 (their union), with joined edges.
 
     gap_lo, gap_hi are 1 + u and 1 - u at the window ends (0 at a joined edge).
     """
     xp = _xs.namespace(r)
-    lo_a, hi_a = _level_window(ep, em, r, max(m, 0.0))
-    lo_b, hi_b = _level_window(ep, em, r, m + 1)
+    depth, steps = accuracy.window_exp, (accuracy.peak_steps, accuracy.level_steps)
+    lo_a, hi_a = _level_window(ep, em, r, max(m, 0.0), depth, steps)
+    lo_b, hi_b = _level_window(ep, em, r, m + 1, depth, steps)
     lo, hi = xp.minimum(lo_a, lo_b), xp.maximum(hi_a, hi_b)
     margin = T.EDGE_PULL * (hi - lo)
     # m >= SMOOTH_EXPONENT: no edge is joined; the escort vanishes to order m there.
@@ -182,7 +185,8 @@ def _wide_moments(c: Array, r: Array, m: float, second: Array, mass: Array) -> M
     and sinh, which keeps the O(1/r^2) moments exact. mass = int (1 - u^2)^(m+1).
     """
     xp = _xs.namespace(r)
-    xi, _, _, w = _cached(("window", m), r, lambda: _window_tables(m))
+    n_wide = T.FLOAT64.window_nodes  # the wide expansion keeps the float64 rule (it is rare)
+    xi, _, _, w = _cached(("window", m, n_wide), r, lambda: _window_tables(m, n_wide))
     n = xi.shape[-1] // 2
     u, w = xi[3, :n], w[3, :n]  # u < 0; each node stands for itself and its mirror
     cc, rr = c[:, None], r[:, None]
@@ -225,16 +229,16 @@ def _escort_power(xp: Any, plus: Array, minus: Array, u: Array, m: float) -> Arr
     return (plus * minus) ** m
 
 
-def _hermite_moments(ep: Array, em: Array, r: Array, m: float, second: Array) -> Moments:
+def _hermite_moments(ep: Array, em: Array, r: Array, m: float, second: Array, n: int) -> Moments:
     """Window moments of an RBF well inside the support, by the Gaussian's own rule.
 
-    E[f(c + r Y)], Y ~ N(0, 1), with HERMITE_NODES Gauss-Hermite nodes: exact for
-    polynomial f of degree 2 HERMITE_NODES - 1, and accurate while the escort bends
-    little over the RBF (see tuning.HERMITE_MAX_BEND). 1 +- u come from the edge
+    E[f(c + r Y)], Y ~ N(0, 1), with n Gauss-Hermite nodes: exact for polynomial f
+    of degree 2 n - 1, and accurate while the escort bends little over the RBF
+    (see tuning.HERMITE_MAX_BEND). 1 +- u come from the edge
     distances; mirrored nodes are summed first, so a centred RBF gives m1 = 0.
     """
     xp = _xs.namespace(r)
-    (y, w) = _cached(("hermite", T.HERMITE_NODES), r, lambda: hermite_normal(T.HERMITE_NODES))
+    (y, w) = _cached(("hermite", n), r, lambda: hermite_normal(n))
     rr = r[:, None]
     plus = em[:, None] + rr * y  # 1 + u
     minus = ep[:, None] - rr * y  # 1 - u
@@ -243,7 +247,9 @@ def _hermite_moments(ep: Array, em: Array, r: Array, m: float, second: Array) ->
     return _node_moments(xp, weight, plus, minus, u, second)
 
 
-def _window_quadrature(ep: Array, em: Array, r: Array, m: float, second: Array) -> Moments:
+def _window_quadrature(
+    ep: Array, em: Array, r: Array, m: float, second: Array, accuracy: T.Accuracy
+) -> Moments:
     """Gauss-Jacobi window moments (rho, m1, m2c), one window per element.
 
     Each element takes the rule of its (left, right) edge configuration; a
@@ -251,10 +257,11 @@ def _window_quadrature(ep: Array, em: Array, r: Array, m: float, second: Array) 
     from the edge distances, never as differences of large numbers.
     """
     xp = _xs.namespace(r)
-    window = _peak_window(ep, em, r, m)
+    window = _peak_window(ep, em, r, m, accuracy)
     left, right = window["left"], window["right"]
     config = 2 * xp.astype(left, xp.int64) + xp.astype(right, xp.int64)
-    tables = _cached(("window", m), r, lambda: _window_tables(m))
+    n = accuracy.window_nodes
+    tables = _cached(("window", m, n), r, lambda: _window_tables(m, n))
     xi, one_plus, one_minus, w = (t[config] for t in tables)
     h, rr = window["half"][:, None], r[:, None]
     y = window["mid"][:, None] + h * xi
@@ -371,19 +378,21 @@ def _negligible(
     return ok
 
 
-def _far_negligible(outside: Array, state: tuple[Array, ...], row: int) -> Array:
+def _far_negligible(
+    outside: Array, state: tuple[Array, ...], row: int, accuracy: T.Accuracy
+) -> Array:
     """Where an RBF lies so far outside the support that its moments are negligible.
 
     outside: RBF widths from the nearer edge to the centre (0 inside). With an escort
     of at most 1 (m >= 0), |rho|, |m1| and |m2c| are at most the Gaussian tail
-    Phi(-outside); the element is negligible when that tail is at most FAR_NEGLIGIBLE
+    Phi(-outside); the element is negligible when that tail is at most far_negligible
     times each moment's largest magnitude in the row so far (the largest only grows
     as later regimes fill the row, so the decision stays safe).
     """
     moments = dict(zip(("rho", "m1", "m2c"), state[:3], strict=True))
     tail = _xs.ndtr(-outside)
-    near = _negligible(tail, moments, row, absolute=1.0, limit=T.FAR_NEGLIGIBLE)
-    return (outside >= T.HERMITE_MIN_EDGE) & near
+    near = _negligible(tail, moments, row, absolute=1.0, limit=accuracy.far_negligible)
+    return (outside >= accuracy.hermite_min_edge) & near
 
 
 def _row_fill(
@@ -516,10 +525,13 @@ def prepare_tables(alpha: float, like: Array) -> None:
         return
     alpha_constants(alpha)
     m = 1 / (alpha - 1) - 1
-    _cached(("window", m), like, lambda: _window_tables(m))
-    _cached(("hermite", T.HERMITE_NODES), like, lambda: hermite_normal(T.HERMITE_NODES))
-    for n in (T.SHARED_NODES, T.SHARED_NODES_WIDE):
-        _cached(("shared", m, n), like, lambda n=n: _shared_tables(m, n))
+    for accuracy in (T.FLOAT64, T.FLOAT32):
+        n = accuracy.window_nodes
+        _cached(("window", m, n), like, lambda n=n: _window_tables(m, n))
+        n = accuracy.hermite_nodes
+        _cached(("hermite", n), like, lambda n=n: hermite_normal(n))
+        for n in (accuracy.shared_nodes, accuracy.shared_nodes_wide):
+            _cached(("shared", m, n), like, lambda n=n: _shared_tables(m, n))
 
 
 def float32_closed_suffices(k: int, ep: Array, em: Array, r: Array) -> Array:
@@ -568,6 +580,7 @@ def window_moments(
     row: int,
     dense: bool,
     branch: Branch | None = None,
+    accuracy: T.Accuracy = T.FLOAT64,
 ) -> Moments:
     """rho = G(k, 0), m1 = G(k-1, 1), m2c = G(k-1, 2) - E_escort[u^2] G(k-1, 0).
 
@@ -580,6 +593,8 @@ def window_moments(
         branch: how the regimes after the closed form are skipped when the closed
             form gave every element (see the module); default ``full_branch``
             when dense, else ``host_branch``.
+        accuracy: the node counts and thresholds of the quadrature regimes
+            (tuning.FLOAT64, or tuning.FLOAT32 for results kept in float32).
 
     Returns:
         {"rho", "m1", "m2c"}: flat arrays like r.
@@ -635,7 +650,7 @@ def window_moments(
         return mask
 
     def shared(out: Moments, mask: Array) -> Array:
-        def shared_form(c: Array, rr: Array, n: int = T.SHARED_NODES) -> Moments:
+        def shared_form(c: Array, rr: Array, n: int = accuracy.shared_nodes) -> Moments:
             return _shared_rule(c, rr, m, second, n)
 
         safe_r = xp.where(mask, r, xp.ones_like(r))
@@ -646,7 +661,7 @@ def window_moments(
             coarse = mask & _by_row(xp, narrowest >= T.SHARED_WIDE_R, row)
 
             def coarse_form(c: Array, rr: Array) -> Moments:
-                return shared_form(c, rr, T.SHARED_NODES_WIDE)
+                return shared_form(c, rr, accuracy.shared_nodes_wide)
 
             _row_fill(out, coarse, coarse_form, (centre, safe_r), row, dense)
             _row_fill(out, mask & ~coarse, shared_form, (centre, safe_r), row, dense)
@@ -657,9 +672,9 @@ def window_moments(
 
     def hermite(out: Moments, mask: Array) -> Array:
         def hermite_form(e1: Array, e2: Array, rr: Array) -> Moments:
-            return _hermite_moments(e1, e2, rr, m, second)
+            return _hermite_moments(e1, e2, rr, m, second, accuracy.hermite_nodes)
 
-        chunk = T.NODE_CHUNK * (T.WINDOW_NODES // T.HERMITE_NODES)
+        chunk = T.NODE_CHUNK * max(1, T.WINDOW_NODES // accuracy.hermite_nodes)
         _fill(out, mask, hermite_form, (ep, em, r), (1.0, 1.0, 0.01), dense, chunk)
         return mask
 
@@ -668,7 +683,7 @@ def window_moments(
 
     def windows(out: Moments, mask: Array) -> Array:
         def window(e1: Array, e2: Array, rr: Array) -> Moments:
-            return _window_quadrature(e1, e2, rr, m, second)
+            return _window_quadrature(e1, e2, rr, m, second, accuracy)
 
         _fill(out, mask, window, (ep, em, r), (1.0, 1.0, 1.0), dense)
         return mask
@@ -678,12 +693,15 @@ def window_moments(
         wide_mask = ~done & ((1 + 2 * xp.abs(centre)) <= 2 * r * r)
         state = _regime(each, state, wide_mask, wide)
         inside = xp.minimum(ep, em) / r  # RBF widths from the centre to the nearer edge
-        interior = (inside >= T.HERMITE_MIN_EDGE) & (inside * T.HERMITE_MAX_BEND >= max(m, 0.0))
+        bend = inside * accuracy.hermite_max_bend >= max(m, 0.0)
+        interior = (inside >= accuracy.hermite_min_edge) & bend
         del inside  # B * N float64: built only when a regime after the closed form runs
         state = _regime(each, state, ~state[3] & interior, hermite)
         state = _regime(each, state, ~state[3] & (r >= T.SHARED_MIN_R), shared)
         if m >= 0:  # the escort is at most 1: the Gaussian tail bounds every moment
-            state = _regime(each, state, ~state[3] & _far_negligible(outside, state, row), far)
+            state = _regime(
+                each, state, ~state[3] & _far_negligible(outside, state, row, accuracy), far
+            )
         return _regime(each, state, ~state[3], windows)
 
     def finished(rho: Array, m1: Array, m2c: Array, done: Array) -> State:
