@@ -135,6 +135,11 @@ def _natural(name: str, value: object, like: torch.Tensor | None) -> torch.Tenso
 # ---------------------------------------------------------------- 1D
 
 
+def _cast(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """t in dtype; t itself when it already is (Tensor.to costs a dispatch even then)."""
+    return t if t.dtype == dtype else t.to(dtype)
+
+
 def _moments_1d(
     alpha: float,
     loc: torch.Tensor,
@@ -190,7 +195,7 @@ def _forward_moments(
     """
     f32 = all(t.dtype == torch.float32 for t in (loc, scale, mu, s))
     args = [loc, scale, mu, s]
-    args64 = [t.to(_F64) for t in args]
+    args64 = [_cast(t, _F64) for t in args]
     if alpha == 1:
         return _moments_1d(alpha, *(args if f32 else args64)), args if f32 else args64
     # Results rounded to float32 or below (the output has loc's dtype) need the
@@ -244,7 +249,7 @@ def _row_chunks(
     step = max(1, ROW_CHUNK // max(1, n))
     if torch.compiler.is_compiling() or rows <= step:
         moments, args = _forward_moments(alpha, loc, scale, mu, s)
-        return tuple(v.to(dtype) for v in moments), [t.to(dtype) for t in args]
+        return tuple(_cast(v, dtype) for v in moments), [_cast(t, dtype) for t in args]
     flat_loc, flat_scale = loc.reshape(-1), scale.reshape(-1)
     out = [torch.empty(rows, n, dtype=dtype, device=loc.device) for _ in range(3)]
     for start in range(0, rows, step):
@@ -254,7 +259,7 @@ def _row_chunks(
         for target, value in zip(out, part, strict=True):
             target[start : start + step] = value
     moments = tuple(v.reshape(*loc.shape, n) for v in out)
-    return moments, [t.to(dtype) for t in (loc, scale, mu, s)]
+    return moments, [_cast(t, dtype) for t in (loc, scale, mu, s)]
 
 
 class _Attention1D(torch.autograd.Function):
@@ -274,13 +279,13 @@ class _Attention1D(torch.autograd.Function):
         ctx.save_for_backward(rho, first, centred, *args)
         ctx.alpha = alpha  # a Python float and a tuple of dtypes: immutable
         ctx.dtypes = tuple(t.dtype for t in (loc, scale, mu, s))
-        return rho.to(loc.dtype)
+        return _cast(rho, loc.dtype)
 
     @staticmethod
     @once_differentiable
     def backward(ctx: torch.autograd.function.FunctionCtx, grad: torch.Tensor) -> tuple:
         rho, first, centred, loc, scale, mu, s = ctx.saved_tensors
-        g = grad.to(rho.dtype)
+        g = _cast(grad, rho.dtype)
         var = (scale * scale)[..., None]
         d_loc = g * first / var  # g * d rho / d mu
         d_scale = g * centred / (var * scale[..., None])  # g * d rho / d sigma
@@ -295,7 +300,7 @@ class _Attention1D(torch.autograd.Function):
             delta = mu - loc[..., None]
             euler = -g * rho + delta * d_loc - (ctx.alpha + 1) / 2 * scale[..., None] * d_scale
             out[3] = euler.reshape(-1, mu.shape[0]).sum(0) / s
-        cast = [None if v is None else v.to(d) for v, d in zip(out, ctx.dtypes, strict=True)]
+        cast = [None if v is None else _cast(v, d) for v, d in zip(out, ctx.dtypes, strict=True)]
         return (*cast, None)
 
 
