@@ -203,6 +203,8 @@ FLOAT64 = Accuracy(
 # shallower e^-20 with 24 nodes reached 1e-6 there; 16 nodes, 1e-3. The float32 bars
 # are 1e-6 (rho) and 1e-5 (J), row-relative. Computation stays in float64: the edge
 # distances need it (eps32 / r RBF widths of error), and so does the escort power.
+# Windows with m >= SMOOTH_EXPONENT (alpha < 1.031) keep the FLOAT64 settings
+# (window_moments): at alpha = 1.0001 the e^-22 window left m2c 1e-5 off.
 FLOAT32 = Accuracy(
     "float32",
     window_exp=22.0,

@@ -30,7 +30,6 @@ the device and runs only the branch taken.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -100,9 +99,9 @@ def _level_window(
 ) -> tuple[Array, Array]:
     """[lo, hi] in y = (u - c)/r where log[(1 - u^2)^m phi(y)] is within depth of its peak.
 
-    g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave with g'' <= -1, so the
-    level set lies within sqrt(2 E) of the peak. The peak solves the cubic
-    (c - u)(1 - u^2) = 2 m r^2 u (safeguarded Newton in a bracket); each end
+    g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave with g'' <= -(1 + 2 m r^2),
+    so the level set lies within sqrt(2 depth / (1 + 2 m r^2)) of the peak. The peak
+    solves the cubic (c - u)(1 - u^2) = 2 m r^2 u (safeguarded Newton in a bracket); each end
     comes from Newton started outside the level set, where concavity keeps
     the iterates outside (the window is never too narrow).
     """
@@ -134,17 +133,25 @@ def _level_window(
         return m * r * (1 / (em + r * y) - 1 / (ep - r * y)) - y
 
     level = g(peak) - depth
-    reach = math.sqrt(2 * depth) + 1
+    # -g'' >= b = 1 + 2 m r^2 on the whole support (1/(1-u)^2 + 1/(1+u)^2 >= 2), so the
+    # level set lies within sqrt(2 depth / b) of the peak; one local width 1/sqrt(b) more
+    # covers the peak's own error. (The bound sqrt(2 depth) alone reached past the edges
+    # for a large m, e.g. alpha = 1.001, and the window then spanned the whole support.)
+    reach = xp.sqrt(2 * depth / b) + 1 / xp.sqrt(b)
     ends = []
     for sign, edge in ((-1.0, edge_lo), (1.0, edge_hi)):
         start = peak + sign * reach
         past = start * sign >= edge * sign
-        y = xp.where(past, (peak + edge) / 2, start)  # past: any finite point, replaced below
+        # Past the edge: start just inside it where g is already below the level (the
+        # escort vanishes there); otherwise the window keeps the edge.
+        near = peak + 0.99 * (edge - peak)
+        from_near = past & (g(near) < level)
+        y = xp.where(past, near, start)
         for _ in range(steps[1]):
             d = slope(y)
             d = xp.where(d * sign < 0, d, -sign * xp.ones_like(d))
             y = y - (g(y) - level) / d
-        ends.append(xp.where(past, edge, y))
+        ends.append(xp.where(past & ~from_near, edge, y))
     return xp.maximum(ends[0], edge_lo), xp.minimum(ends[1], edge_hi)
 
 
@@ -681,9 +688,14 @@ def window_moments(
     def far(out: Moments, mask: Array) -> Array:
         return mask  # the moments stay 0: below FAR_NEGLIGIBLE of the row's largest
 
+    # From SMOOTH_EXPONENT on, m2c cancels by about a factor m under the narrow escort, so
+    # a window truncated at e^-22 costs m * 1e-10 (1e-5 at alpha = 1.0001): such windows
+    # keep the float64 settings whatever the tier.
+    window_accuracy = T.FLOAT64 if m >= T.SMOOTH_EXPONENT else accuracy
+
     def windows(out: Moments, mask: Array) -> Array:
         def window(e1: Array, e2: Array, rr: Array) -> Moments:
-            return _window_quadrature(e1, e2, rr, m, second, accuracy)
+            return _window_quadrature(e1, e2, rr, m, second, window_accuracy)
 
         _fill(out, mask, window, (ep, em, r), (1.0, 1.0, 1.0), dense)
         return mask
