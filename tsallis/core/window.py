@@ -30,6 +30,7 @@ the device and runs only the branch taken.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -137,7 +138,10 @@ def _level_window(
     # level set lies within sqrt(2 depth / b) of the peak; one local width 1/sqrt(b) more
     # covers the peak's own error. (The bound sqrt(2 depth) alone reached past the edges
     # for a large m, e.g. alpha = 1.001, and the window then spanned the whole support.)
-    reach = xp.sqrt(2 * depth / b) + 1 / xp.sqrt(b)
+    # Below SMOOTH_EXPONENT a window that reaches an edge joins it (Gauss-Jacobi carries
+    # the power there), so the older start, sqrt(2 depth) + 1, stays.
+    large = m >= T.SMOOTH_EXPONENT
+    reach = xp.sqrt(2 * depth / b) + 1 / xp.sqrt(b) if large else math.sqrt(2 * depth) + 1
     ends = []
     for sign, edge in ((-1.0, edge_lo), (1.0, edge_hi)):
         start = peak + sign * reach
@@ -145,7 +149,7 @@ def _level_window(
         # Past the edge: start just inside it where g is already below the level (the
         # escort vanishes there); otherwise the window keeps the edge.
         near = peak + 0.99 * (edge - peak)
-        from_near = past & (g(near) < level)
+        from_near = past & (g(near) < level) & large
         y = xp.where(past, near, start)
         for _ in range(steps[1]):
             d = slope(y)
