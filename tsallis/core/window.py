@@ -100,11 +100,12 @@ def _level_window(
 ) -> tuple[Array, Array]:
     """[lo, hi] in y = (u - c)/r where log[(1 - u^2)^m phi(y)] is within depth of its peak.
 
-    g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave with g'' <= -(1 + 2 m r^2),
-    so the level set lies within sqrt(2 depth / (1 + 2 m r^2)) of the peak. The peak
-    solves the cubic (c - u)(1 - u^2) = 2 m r^2 u (safeguarded Newton in a bracket); each end
-    comes from Newton started outside the level set, where concavity keeps
-    the iterates outside (the window is never too narrow).
+    g(y) = m log((ep - r y)(em + r y)) - y^2/2 is concave with g'' <= -(1 + 2 m r^2), so
+    the level set lies within sqrt(2 depth / (1 + 2 m r^2)) of the peak (the Newton
+    starts use that bound from SMOOTH_EXPONENT on). The peak solves the cubic
+    (c - u)(1 - u^2) = 2 m r^2 u (safeguarded Newton in a bracket); each end comes from
+    Newton started outside the level set, where concavity keeps the iterates outside (the
+    window is never too narrow).
     """
     xp = _xs.namespace(r)
     edge_lo, edge_hi = -em / r, ep / r
