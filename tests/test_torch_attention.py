@@ -558,6 +558,7 @@ def test_1d_row_pieces_change_nothing(monkeypatch, alpha, dtype):
         return whole(*args)
 
     monkeypatch.setattr(attention, "_forward_moments", counted)
+    monkeypatch.setattr(attention, "HOST_ELEMENTS", 0)  # small calls skip the pieces
     results = []
     for chunk in (1 << 20, 8, 24):
         monkeypatch.setattr(attention, "ROW_CHUNK", chunk)
@@ -590,3 +591,47 @@ def test_1d_memory_is_bounded_by_the_row_pieces():
         "(continuous_attention(loc, scale, b, 2.0) * torch.rand(64)).sum().backward()\n"
     )
     assert peak_mb(code, timeout=300) < 800
+
+
+@pytest.mark.parametrize("dtype", [F64, torch.float32])
+@pytest.mark.parametrize("alpha", [1.2, 1.7, 3.0])
+def test_1d_small_calls_on_host_agree(monkeypatch, alpha, dtype):
+    """Small CPU calls at a general alpha run the core through NumPy (HOST_ELEMENTS): the
+    same algorithm, so the two routes agree to float64 rounding of the node sums (bar
+    1e-13 of the row's largest; measured 3e-16), and to the float32 rounding of the
+    result (2 ulps of the row's largest; measured: identical) in float32; the gradients
+    likewise."""
+    import torch_bridge.attention as attention
+
+    generator = torch.Generator().manual_seed(5)
+    basis = GaussianRBF(
+        torch.linspace(0, 1, 16, dtype=dtype),
+        torch.cat([torch.full((8,), 0.01), torch.full((8,), 0.1)]).to(dtype),
+    )
+    loc = torch.rand(6, dtype=dtype, generator=generator).requires_grad_(True)
+    scale = (0.01 + 0.3 * torch.rand(6, dtype=dtype, generator=generator)).requires_grad_(True)
+    weights = torch.rand(6, 16, dtype=dtype, generator=generator)
+    calls = []
+    host = attention._host_moments
+
+    def counted(*args):
+        calls.append(1)
+        return host(*args)
+
+    monkeypatch.setattr(attention, "_host_moments", counted)
+    results = []
+    for limit in (1 << 12, 0):
+        monkeypatch.setattr(attention, "HOST_ELEMENTS", limit)
+        rho = continuous_attention(loc, scale, basis, alpha)
+        grads = torch.autograd.grad((rho * weights).sum(), (loc, scale))
+        results.append((rho.detach(), *grads))
+    assert len(calls) == 1
+    eps = torch.finfo(dtype).eps
+    bar = 1e-13 if dtype == F64 else 2 * eps
+    rho_host, rho_torch = results[0][0], results[1][0]
+    scale_row = rho_torch.abs().amax(-1, keepdim=True)
+    assert ((rho_host - rho_torch).abs() / scale_row).max() <= bar
+    for host_grad, torch_grad in zip(results[0][1:], results[1][1:], strict=True):
+        # the backward reads the moments rounded as above: the same relative bar
+        assert ((host_grad - torch_grad).abs() / torch_grad.abs().amax()).max() <= 4 * bar
+

@@ -40,6 +40,7 @@ reads one flag back (pass ``validate=False`` to skip it).
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
@@ -48,8 +49,7 @@ from torch_bridge._compile import branch_for, dense_for, device_branch, prepare_
 from torch_bridge.attention_2d import attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
 from tsallis.core import window
-from tsallis.core._generated import attention as gen
-from tsallis.core.tuning import FLOAT32, FLOAT64, ROW_CHUNK, Accuracy, closed_k
+from tsallis.core.tuning import FLOAT32, FLOAT64, HOST_ELEMENTS, ROW_CHUNK, Accuracy, closed_k
 from tsallis.core.validation import real_at_least
 
 __all__ = [
@@ -148,33 +148,10 @@ def _moments_1d(
     s: torch.Tensor,
     accuracy: Accuracy = FLOAT64,
 ) -> tuple[torch.Tensor, ...]:
-    """rho, J_1 (first) and J_2 - 2 mu J_1 (centred), shape (..., N), in the inputs' dtype.
-
-    alpha = 1 in any dtype (the Gaussian closed form); otherwise float64 inputs, with
-    the quadrature regimes at ``accuracy``.
-    """
-    delta = mu - loc[..., None]
-    sd = s.expand_as(delta)
-    if alpha == 1:
-        sc = scale[..., None].expand_as(delta)
-        return (
-            gen.gaussian_rho(delta, sc, sd),
-            gen.gaussian_first(delta, sc, sd),
-            gen.gaussian_second(delta, sc, sd),
-        )
-    a = window.half_width(alpha, scale)[..., None].expand_as(delta)
-    ep, em, r = (v.reshape(-1) for v in window.support_units(a, delta, sd))
-    g = window.window_moments(
-        alpha,
-        ep,
-        em,
-        r,
-        row=mu.shape[0],
-        dense=dense_for(loc),
-        branch=branch_for(loc),
-        accuracy=accuracy,
+    """window.moments_1d with this device's regime hooks (see the module docstring)."""
+    return window.moments_1d(
+        alpha, loc, scale, mu, s, dense_for(loc), branch_for(loc), accuracy=accuracy
     )
-    return window.attention_moments(alpha, a, {key: v.reshape(a.shape) for key, v in g.items()})
 
 
 def _forward_moments(
@@ -195,23 +172,23 @@ def _forward_moments(
     """
     f32 = all(t.dtype == torch.float32 for t in (loc, scale, mu, s))
     args = [loc, scale, mu, s]
-    args64 = [_cast(t, _F64) for t in args]
-    if alpha == 1:
-        return _moments_1d(alpha, *(args if f32 else args64)), args if f32 else args64
+    if alpha == 1 and f32:
+        return _moments_1d(alpha, *args), args
     # Results rounded to float32 or below (the output has loc's dtype) need the
     # quadrature regimes only to float32 accuracy: fewer nodes (tuning.FLOAT32).
     accuracy = FLOAT32 if loc.dtype in _LOW else FLOAT64
     k = closed_k(alpha)
     compiling = torch.compiler.is_compiling()
-    if not f32 or k is None or (dense_for(loc) and not compiling):
+    if alpha == 1 or not f32 or k is None or (dense_for(loc) and not compiling):
+        args64 = [_cast(t, _F64) for t in args]
         return _moments_1d(alpha, *args64, accuracy), args64
     # The edge distances in float64, then rounded: formed in float32, the support's edges
     # would move by eps * a, i.e. eps / r RBF widths (1e-5 relative at r = 0.01).
-    delta = args64[2] - args64[0][..., None]
-    a64 = window.half_width(alpha, args64[1])[..., None]
-    ep, em, _ = (v.float() for v in window.support_units(a64, delta, a64))
+    loc64, scale64, mu64 = (t.double() for t in (loc, scale, mu))
+    a64 = window.half_width(alpha, scale64)[..., None]
+    delta = mu64 - loc64[..., None]
+    ep, em, r = (v.float() for v in window.support_units(a64, delta, s))
     a = a64.float()
-    r = s / a
     suffices = window.float32_closed_suffices(k, ep, em, r)
 
     def closed(ep: torch.Tensor, em: torch.Tensor, r: torch.Tensor, a: torch.Tensor) -> tuple:
@@ -225,10 +202,43 @@ def _forward_moments(
         def general(*ops: torch.Tensor) -> tuple:
             return tuple(v.float() for v in _moments_1d(alpha, *ops[4:], accuracy))
 
-        return device_branch(suffices, fast, general, (ep, em, r, a, *args64)), args
+        operands = (ep, em, r, a, loc64, scale64, mu64, s.double())
+        return device_branch(suffices, fast, general, operands), args
     if bool(suffices):
         return closed(ep, em, r, a), args
+    args64 = [loc64, scale64, mu64, s.double()]
     return _moments_1d(alpha, *args64, accuracy), args64
+
+
+def _on_host(alpha: float, loc: torch.Tensor, elements: int) -> bool:
+    """Small CPU calls at a general alpha run the core through NumPy (_host_moments)."""
+    return (
+        alpha != 1
+        and closed_k(alpha) is None
+        and elements <= HOST_ELEMENTS
+        and loc.device.type == "cpu"
+        and not torch.compiler.is_compiling()
+    )
+
+
+def _host_moments(
+    alpha: float, loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, s: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
+    """The moments of a small CPU call: the same core (window.moments_1d) on NumPy
+    float64 views, at the accuracy of the output dtype.
+
+    The quadrature regimes issue a few hundred array operations whatever the size
+    (Newton steps, node tables, gathers); one costs about 5 us of dispatch in Torch
+    on a small tensor and about 1 us in NumPy. Up to tuning.HOST_ELEMENTS NumPy is
+    faster (alpha = 1.2, 1.7: 2x at 64 elements, 1.4x at 4096, crossover near
+    8192); the closed forms (alpha = 1, 5/4, 4/3, 3/2, 2) are faster in Torch at
+    every size.
+    """
+    accuracy = FLOAT32 if loc.dtype in _LOW else FLOAT64
+    arrays = [t.detach().to(_F64).numpy() for t in (loc, scale, mu, s)]
+    with np.errstate(all="ignore"):  # as Torch: no warnings, the values decide
+        moments = window.moments_1d(alpha, *arrays, dense=False, accuracy=accuracy)
+    return tuple(torch.from_numpy(np.ascontiguousarray(v)) for v in moments)
 
 
 def _row_chunks(
@@ -246,6 +256,11 @@ def _row_chunks(
     dtype = torch.float32 if loc.dtype == torch.float32 else _F64
     n = mu.shape[0]
     rows = loc.numel()
+    if _on_host(alpha, loc, rows * n):
+        moments = _host_moments(alpha, loc, scale, mu, s)
+        return tuple(_cast(v, dtype) for v in moments), [
+            _cast(t, dtype) for t in (loc, scale, mu, s)
+        ]
     step = max(1, ROW_CHUNK // max(1, n))
     if torch.compiler.is_compiling() or rows <= step:
         moments, args = _forward_moments(alpha, loc, scale, mu, s)

@@ -144,30 +144,14 @@ def _rho_jacobian_1d(
     alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF, jac: bool
 ) -> RhoJac:
     loc, scale, dtype = _inputs_1d(loc, scale, basis)
-    mu_j, s_j = basis.mu.astype(dtype, copy=False), basis.sigma.astype(dtype, copy=False)
-    delta = mu_j - loc[..., None]
-    s = np.broadcast_to(s_j, delta.shape)
-    if alpha == 1:
-        sc = np.broadcast_to(scale[..., None], delta.shape)
-        r = gen.gaussian_rho(delta, sc, s)
-        if not jac:
-            return r, None
-        first = gen.gaussian_first(delta, sc, s)
-        second = gen.gaussian_second(delta, sc, s) + 2 * loc[..., None] * first
-        return r, np.stack([first, second], axis=-2)
-    # The window moments (tsallis.core.window, the code the Torch ops run) in float64.
-    delta64 = basis.mu.astype(np.float64) - loc.astype(np.float64)[..., None]
-    a = window.half_width(alpha, scale.astype(np.float64))[..., None]
-    a = np.broadcast_to(a, delta64.shape)
-    s64 = np.broadcast_to(basis.sigma.astype(np.float64), delta64.shape)
-    ep, em, r = (v.ravel() for v in window.support_units(a, delta64, s64))
-    g = window.window_moments(alpha, ep, em, r, row=basis.size, dense=False)
-    rho_, first, second = window.attention_moments(
-        alpha, a, {key: v.reshape(a.shape) for key, v in g.items()}
-    )
+    # alpha = 1: the Gaussian closed form in the inputs' dtype; otherwise the window
+    # moments (tsallis.core.window, the code the Torch ops run) in float64.
+    work = dtype if alpha == 1 else np.float64
+    args = tuple(v.astype(work, copy=False) for v in (loc, scale, basis.mu, basis.sigma))
+    rho_, first, centred = window.moments_1d(alpha, *args, dense=False)
     if not jac:
         return rho_.astype(dtype, copy=False), None
-    second = second + 2 * loc.astype(np.float64)[..., None] * first
+    second = centred + 2 * args[0][..., None] * first
     jac_ = np.stack([first, second], axis=-2)
     return rho_.astype(dtype, copy=False), jac_.astype(dtype, copy=False)
 

@@ -111,6 +111,8 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
         dtype, device = head.dtype, head.device
         if all(type(v) is type(head) and v.dtype == dtype and v.device == device for v in values):
             return fast[0], values
+    if all(type(v) is np.ndarray and v.dtype == _F64 for v in values):  # NumPy float64
+        return _NUMPY, values
     # NumPy values and Python numbers first: no framework check (cheaper, and it needs no
     # torch module at all; tests hide torch as sys.modules["torch"] = None)
     if not all(isinstance(v, _NUMPY_LIKE) for v in values) and any(
@@ -121,8 +123,11 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
     for v in values:
         a = np.asarray(v)
         out.append(a if np.issubdtype(a.dtype, np.floating) else a.astype(np.float64))
-    return array_namespace(np.empty(0)), tuple(out)
+    return _NUMPY, tuple(out)
 
+
+_F64 = np.dtype(np.float64)
+_NUMPY = array_namespace(np.empty(0))
 
 # Tensor type -> (its namespace, the dtypes arrays() passes through unchanged)
 _FAST_TENSOR: dict[type, tuple[ModuleType, tuple]] = {}
@@ -164,6 +169,11 @@ def erfc(x: Array) -> Array:
 def lgamma(x: Array) -> Array:
     """log |Gamma(x)|."""
     return x.lgamma() if is_torch_array(x) else _sp.gammaln(x)
+
+
+def at_least(x: Array, low: float) -> Array:
+    """max(x, low) elementwise (the array API's clip costs ~10 us a call on NumPy)."""
+    return x.clamp(min=low) if is_torch_array(x) else np.maximum(x, low)
 
 
 def _horner(x: Array, coefficients: list[float]) -> Array:

@@ -117,6 +117,11 @@ CLOSED_CHUNK = 1 << 21
 # Torch 1D attention: the forward runs in pieces of about ROW_CHUNK elements (rows x
 # basis functions) in eager mode, so its float64 temporaries stay within a few MB.
 ROW_CHUNK = 1 << 17
+# Torch 1D attention on CPU in eager mode, at an alpha without a closed form: calls of
+# at most this many elements (rows x basis functions) run the core through NumPy,
+# whose per-operation cost is about a fifth of Torch's on small arrays (measured:
+# faster up to about 4096 elements at alpha = 1.2, 1.7 and 3).
+HOST_ELEMENTS = 1 << 12
 # Kernel families (tsallis.core.kernel): bracketed Newton steps per support boundary.
 KERNEL_NEWTON_STEPS = 10
 # Panels are no wider than this fraction of min(bandwidth, RBF widths, base std).

@@ -525,6 +525,54 @@ def attention_moments(alpha: float, a: Array, g: Moments) -> tuple[Array, Array,
     )
 
 
+def moments_1d(
+    alpha: float,
+    loc: Array,
+    scale: Array,
+    mu: Array,
+    s: Array,
+    dense: bool,
+    branch: Branch | None = None,
+    accuracy: T.Accuracy = T.FLOAT64,
+) -> tuple[Array, Array, Array]:
+    """(rho, J_1, J_2 - 2 loc J_1) of 1D continuous attention, NumPy or Torch.
+
+    Parameters:
+        alpha: the entmax alpha >= 1.
+        loc, scale: shape (...): the beta-Gaussian's location and scale (sigma).
+        mu, s: shape (N,): the Gaussian RBFs' centres and widths.
+        dense, branch, accuracy: as in window_moments.
+
+    Returns:
+        Three arrays of shape (..., N): in the inputs' dtype for alpha = 1 (the
+        Gaussian closed form holds in any dtype); otherwise in float64, which the
+        inputs must then be (the window moments need float64 edge distances).
+
+    Example:
+        >>> import numpy as np
+        >>> one = np.array([0.0])
+        >>> rho, _, _ = moments_1d(2.0, one, np.array([1.0]), one, np.array([0.1]), False)
+        >>> round(float(rho[0, 0]), 6)
+        0.650185
+    """
+    xp = _xs.namespace(loc, mu)
+    delta = mu - loc[..., None]
+    sd = xp.broadcast_to(s, delta.shape)
+    if alpha == 1:
+        sc = xp.broadcast_to(scale[..., None], delta.shape)
+        return (
+            gen.gaussian_rho(delta, sc, sd),
+            gen.gaussian_first(delta, sc, sd),
+            gen.gaussian_second(delta, sc, sd),
+        )
+    a = xp.broadcast_to(half_width(alpha, scale)[..., None], delta.shape)
+    ep, em, r = (xp.reshape(v, (-1,)) for v in support_units(a, delta, sd))
+    g = window_moments(
+        alpha, ep, em, r, row=mu.shape[0], dense=dense, branch=branch, accuracy=accuracy
+    )
+    return attention_moments(alpha, a, {key: xp.reshape(v, a.shape) for key, v in g.items()})
+
+
 def prepare_tables(alpha: float, like: Array) -> None:
     """Build every node table window_moments and radial_moments can use for this alpha,
     for like's namespace and device.
@@ -639,7 +687,7 @@ def window_moments(
     # Three arrays (the sparse form writes into them in place).
     rho, m1, m2c = (xp.zeros_like(r) for _ in range(3))
     state: State = (rho, m1, m2c, xp.zeros_like(r, dtype=xp.bool))
-    outside = xp.clip(-xp.minimum(ep, em) / r, min=0.0)
+    outside = _xs.at_least(-xp.minimum(ep, em) / r, 0.0)
     if k is not None:
 
         def closed(out: Moments, mask: Array) -> Array:
@@ -647,8 +695,21 @@ def window_moments(
                 return closed_moments(k, e1, e2, rr)
 
             _fill(out, mask, closed_form, (ep, em, r), (1.0, 1.0, 0.1), dense, T.CLOSED_CHUNK)
-            bound = (1 + outside) ** (2 * k + 3) * xp.clip(5 * r, min=1.0) ** (k - 1)
-            return mask & ((outside <= T.CLOSED_MAX_OUT[k]) | _negligible(bound, out, row))
+            near = outside <= T.CLOSED_MAX_OUT[k]
+
+            def far_check(near: Array, rho: Array, m1: Array, m2c: Array) -> tuple[Array]:
+                bound = (1 + outside) ** (2 * k + 3) * _xs.at_least(5 * r, 1.0) ** (k - 1)
+                moments = {"rho": rho, "m1": m1, "m2c": m2c}
+                return (near | _negligible(bound, moments, row),)
+
+            # The bound only matters for RBFs far outside (skipped when there are none).
+            (near,) = each(
+                xp.all(near | ~mask),
+                lambda near, *_: (near,),
+                far_check,
+                (near, out["rho"], out["m1"], out["m2c"]),
+            )
+            return mask & near
 
         state = _regime(each, state, r <= T.CLOSED_MAX_R[k], closed)
     centre = (em - ep) / 2
