@@ -634,4 +634,3 @@ def test_1d_small_calls_on_host_agree(monkeypatch, alpha, dtype):
     for host_grad, torch_grad in zip(results[0][1:], results[1][1:], strict=True):
         # the backward reads the moments rounded as above: the same relative bar
         assert ((host_grad - torch_grad).abs() / torch_grad.abs().amax()).max() <= 4 * bar
-
