@@ -201,8 +201,9 @@ def test_chunks_do_not_change_values_or_gradients(monkeypatch):
     gamma = torch.tensor(np.stack([_gamma(s) for s in range(3)]), requires_grad=True)
     inducing = torch.tensor(INDUCING)
     results = []
-    for elements in (1 << 22, 2000):  # one chunk; about one panel per chunk
+    for elements, keep in ((1 << 22, 1 << 40), (2000, 0)):  # one chunk; one panel a chunk
         monkeypatch.setattr(tuning, "KERNEL_CHUNK", elements)
+        monkeypatch.setattr(tuning, "KERNEL_KEEP", keep)  # 0: every chunk checkpointed
         gamma.grad = None
         for alpha in (1.0, 3.0):
             out = kernel_attention(gamma, inducing, _basis(), alpha, "laplace", 0.1)
@@ -211,6 +212,31 @@ def test_chunks_do_not_change_values_or_gradients(monkeypatch):
     (r1, g1), (r2, g2) = results
     assert torch.allclose(r1, r2, rtol=0, atol=1e-14 * r1.abs().max())
     assert torch.allclose(g1, g2, rtol=0, atol=1e-13 * g1.abs().max())
+
+
+@pytest.mark.parametrize(
+    ("kernel", "alpha"), [("gaussian", 1.0), ("gaussian", 1.5), ("gaussian", 2.0), ("laplace", 2.0)]
+)
+def test_kernel_band_changes_nothing(monkeypatch, kernel, alpha):
+    """Inducing points out of a chunk's reach (their float64 kernel is exactly 0 there) are
+    left out of it: values and gradients as with every point in every chunk, to the
+    rounding of the sums (1e-14 of the largest; gamma, the inducing points, the basis)."""
+    gen = torch.Generator().manual_seed(2)
+    inducing = torch.linspace(0, 1, 200, dtype=F64, requires_grad=True)
+    gamma = (torch.randn(4, 200, generator=gen, dtype=F64) * 0.5).requires_grad_()
+    # reach (exactly-0 kernel beyond): 0.15 for both, so most chunks drop most points
+    bandwidth = 0.004 if kernel == "gaussian" else 2e-4
+    basis = _basis(requires_grad=True)
+    weights = torch.randn(4, MU.size, generator=gen, dtype=F64)
+    monkeypatch.setattr(tuning, "KERNEL_CHUNK", 1 << 16)  # many chunks, each a band
+    results = []
+    for underflow in (tuning.KERNEL_UNDERFLOW, 1e12):  # banded; every point everywhere
+        monkeypatch.setattr(tuning, "KERNEL_UNDERFLOW", underflow)
+        out = kernel_attention(gamma, inducing, basis, alpha, kernel, bandwidth)
+        grads = torch.autograd.grad((out * weights).sum(), (gamma, inducing, basis.mu))
+        results.append((out.detach(), *grads))
+    for banded, full in zip(*results, strict=True):
+        assert (banded - full).abs().max() <= 1e-14 * full.abs().max()
 
 
 def test_tiny_bandwidth_is_refused_with_a_working_value():

@@ -10,8 +10,9 @@ sums) is tsallis.core.kernel, the code tsallis.kernels.KernelFamily runs too.
 This face validates the input, picks the node count and runs the core on
 tensors, with autograd through the integrand (the nodes constant; see the
 core's docstring for why the support boundaries need no gradient, and the
-exception it makes). With gradients and more than one chunk of panels, each
-chunk is checkpointed: recomputed in the backward pass instead of kept.
+exception it makes). With gradients and a graph larger than
+tuning.KERNEL_KEEP values, each chunk of panels is checkpointed: recomputed in
+the backward pass instead of kept.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from torch.utils.checkpoint import checkpoint
 
 from torch_bridge.basis import GaussianRBF, alpha_value
 from tsallis.core import kernel as core
+from tsallis.core import tuning
 from tsallis.core._generated import gaussian as _gaussian
 from tsallis.core.bases import GaussianBase, UniformBase
 
@@ -122,13 +124,14 @@ def kernel_attention(
     setup = core.Setup(kernel, float(bandwidth), base, alpha_f, nodes, basis.size)
     mu, sd = basis.mu.to(_F64), basis.sigma.to(_F64)
     keep_graph = torch.is_grad_enabled() and any(t.requires_grad for t in (g, points, mu, sd))
+    large = core.graph_values(edges, g.shape[0], points.shape[0], setup) > tuning.KERNEL_KEEP
     r, mass = core.integrate(
         g,
         points,
         setup,
         torch.as_tensor(edges, device=gamma.device),
         lambda t: _gaussian.pdf(t[..., None], mu, sd),
-        _checkpointed if keep_graph else None,
+        _checkpointed if keep_graph and large else None,
     )
     if validate and not bool((mass > 0).all()):
         raise ValueError(

@@ -126,6 +126,10 @@ HOST_ELEMENTS = 1 << 12
 KERNEL_NEWTON_STEPS = 10
 # Panels are no wider than this fraction of min(bandwidth, RBF widths, base std).
 PANEL_FRACTION = 1.0
+# exp(-x) is exactly 0 in float64 from x = 745.2: a kernel point farther than that from
+# every node of a panel chunk (Gaussian: (d / h)^2 / 2 > this; Laplace: |d| / h > this)
+# contributes exact zeros and is left out of the chunk (tsallis.core.kernel.kernel_band).
+KERNEL_UNDERFLOW = 746.0
 # Steep f~: the kernel's share of the panel width shrinks with the envelope E, the
 # largest sum_i |gamma_i| k(t_j, t_i) over rows and inducing points t_j. A Gaussian
 # kernel's exp(f~) peaks over about bandwidth / sqrt(E): the width shrinks by
@@ -145,6 +149,10 @@ MAX_PANELS = 1 << 16
 # intermediate (rows x nodes x (M + N)); with gradients the Torch face
 # recomputes each chunk in the backward pass (checkpointing).
 KERNEL_CHUNK = 1 << 22
+# Torch kernel attention keeps the whole autograd graph when it holds at most KERNEL_KEEP
+# float64 values (256 MB; tsallis.core.kernel.graph_values); above, each chunk is
+# checkpointed (recomputed in the backward pass, which then costs about twice as much).
+KERNEL_KEEP = 1 << 25
 # A full panel whose end lies within NEAR_ROOT panel widths of a support boundary
 # just outside it (secant estimate through the end and the first node) holds a
 # nearly singular [u]_+^power, power not an integer: each half of it is graded
