@@ -126,7 +126,8 @@ def test_compile_first_float32_takes_both_branches():
     moments themselves may differ by an ulp of float64 summation order)."""
     from torch_bridge import GaussianRBF, continuous_attention
 
-    _xs._TABLES.clear()
+    for cache in (_xs._TABLES, _xs._BY_TYPE, _xs._FAST_TENSOR):  # as in a fresh process
+        cache.clear()
     torch._dynamo.reset()
     basis = GaussianRBF(torch.linspace(0, 1, 8), torch.full((8,), 0.1))
 

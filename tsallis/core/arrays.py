@@ -133,6 +133,16 @@ _NUMPY = array_namespace(np.empty(0))
 _FAST_TENSOR: dict[type, tuple[ModuleType, tuple]] = {}
 
 
+def register(like: Array) -> None:
+    """Fill the per-type caches of namespace() and arrays() for like's array type.
+
+    window.prepare_tables calls it; the Torch face runs that outside the traced graph
+    under torch.compile, since a branch of torch.cond may not mutate a global dict.
+    """
+    namespace(like)
+    arrays(like)
+
+
 def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, ...]]:
     tensors = [v for v in values if is_torch_array(v)]
     xp = namespace(tensors[0])

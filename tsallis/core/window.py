@@ -580,6 +580,7 @@ def prepare_tables(alpha: float, like: Array) -> None:
     window_moments calls it. torch.compile reads the tables as constants (building
     one while tracing would trace NumPy and break the graph), so the Torch face runs
     it outside the trace first."""
+    _xs.register(like)
     _cached(("legendre", T.RADIAL_NODES), like, lambda: legendre_unit(T.RADIAL_NODES))
     if alpha == 1:
         return
