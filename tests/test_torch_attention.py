@@ -632,5 +632,6 @@ def test_1d_small_calls_on_host_agree(monkeypatch, alpha, dtype):
     scale_row = rho_torch.abs().amax(-1, keepdim=True)
     assert ((rho_host - rho_torch).abs() / scale_row).max() <= bar
     for host_grad, torch_grad in zip(results[0][1:], results[1][1:], strict=True):
-        # the backward reads the moments rounded as above: the same relative bar
+        # the backward reads the moments rounded as above; its sums over the basis add a
+        # few roundings (measured at most 1.8 eps in float64, 0 in float32)
         assert ((host_grad - torch_grad).abs() / torch_grad.abs().amax()).max() <= 4 * bar

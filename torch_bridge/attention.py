@@ -230,9 +230,8 @@ def _host_moments(
     The quadrature regimes issue a few hundred array operations whatever the size
     (Newton steps, node tables, gathers); one costs about 5 us of dispatch in Torch
     on a small tensor and about 1 us in NumPy. Up to tuning.HOST_ELEMENTS NumPy is
-    faster (alpha = 1.2, 1.7: 2x at 64 elements, 1.4x at 4096, crossover near
-    8192); the closed forms (alpha = 1, 5/4, 4/3, 3/2, 2) are faster in Torch at
-    every size.
+    faster (the numbers are there); the closed forms (alpha = 1, 5/4, 4/3, 3/2, 2)
+    are faster in Torch at every size.
     """
     accuracy = FLOAT32 if loc.dtype in _LOW else FLOAT64
     arrays = [t.detach().to(_F64).numpy() for t in (loc, scale, mu, s)]

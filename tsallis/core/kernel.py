@@ -112,9 +112,6 @@ def kernel_matrix(t: Array, inducing: Array, kernel: str, bandwidth: float) -> A
     return xp.exp(-xp.abs(distance) / bandwidth)
 
 
-SPAN = 2.0
-
-
 def _reach(setup: Setup) -> float:
     """The distance beyond which the float64 kernel is exactly 0 (T.KERNEL_UNDERFLOW)."""
     if setup.kernel == "gaussian":
@@ -537,14 +534,17 @@ def _jacobi_by_end(n: int, power: float, root_a: Array, root_b: Array) -> tuple[
 
 
 def panel_chunks(edges: Array, rows: int, inducing_count: int, setup: Setup) -> list[Array]:
-    """The panel ends cut into overlapping runs (consecutive runs share an end), each of
-    about T.KERNEL_CHUNK values per (rows x nodes x (M + V)) intermediate."""
+    """The panel ends cut into overlapping runs (consecutive runs share an end).
+
+    Each run holds about T.KERNEL_CHUNK values in the shared nodes' arrays, nodes x (M
+    + V + 8 rows) (the per-row boundary pieces go in blocks of their own), and spans at
+    most T.KERNEL_SPAN kernel reaches, so that kernel_band leaves most points out."""
     width = inducing_count + setup.value_count + 8 * rows
     per_chunk = max(1, T.KERNEL_CHUNK // (setup.nodes * width))
     panels = edges.shape[0] - 1
     mean_width = float(edges[-1] - edges[0]) / max(1, panels)
     if mean_width > 0:  # chunks about as wide as the kernel's reach (kernel_band)
-        per_chunk = min(per_chunk, max(1, math.ceil(SPAN * _reach(setup) / mean_width)))
+        per_chunk = min(per_chunk, max(1, math.ceil(T.KERNEL_SPAN * _reach(setup) / mean_width)))
     return [edges[i : i + per_chunk + 1] for i in range(0, edges.shape[0] - 1, per_chunk)]
 
 

@@ -119,13 +119,18 @@ CLOSED_CHUNK = 1 << 21
 ROW_CHUNK = 1 << 17
 # Torch 1D attention on CPU in eager mode, at an alpha without a closed form: calls of
 # at most this many elements (rows x basis functions) run the core through NumPy,
-# whose per-operation cost is about a fifth of Torch's on small arrays (measured:
-# faster up to about 4096 elements at alpha = 1.2, 1.7 and 3).
-HOST_ELEMENTS = 1 << 12
+# whose per-operation cost is about a fifth of Torch's on small arrays. Measured,
+# forward + backward with N = 64: NumPy 1.6-2.4x faster from 64 to 2048 elements at
+# alpha = 1.2, 1.7 and 3; at 4096 faster at 1.2 and 1.7 but 1.2x slower at 3.
+HOST_ELEMENTS = 1 << 11
 # Kernel families (tsallis.core.kernel): bracketed Newton steps per support boundary.
 KERNEL_NEWTON_STEPS = 10
 # Panels are no wider than this fraction of min(bandwidth, RBF widths, base std).
 PANEL_FRACTION = 1.0
+# Panel chunks are at most KERNEL_SPAN reaches wide (see KERNEL_UNDERFLOW): wider chunks
+# keep more inducing points, narrower ones pay per-operation overhead (measured on
+# bandwidth 0.002, 500 points: 170 ms at 0.5, 105-113 ms from 1 to 4).
+KERNEL_SPAN = 2.0
 # exp(-x) is exactly 0 in float64 from x = 745.2: a kernel point farther than that from
 # every node of a panel chunk (Gaussian: (d / h)^2 / 2 > this; Laplace: |d| / h > this)
 # contributes exact zeros and is left out of the chunk (tsallis.core.kernel.kernel_band).
@@ -146,8 +151,8 @@ BASE_SLOPE_WIDTH = 4.0
 # (or RBF width, or base std) that works.
 MAX_PANELS = 1 << 16
 # Memory: panels are integrated in chunks of about KERNEL_CHUNK float64 values per
-# intermediate (rows x nodes x (M + N)); with gradients the Torch face
-# recomputes each chunk in the backward pass (checkpointing).
+# intermediate (nodes x (M + N + 8 rows); per-row boundary pieces in blocks of
+# nodes x (M + N)); see KERNEL_KEEP for when the Torch face checkpoints them.
 KERNEL_CHUNK = 1 << 22
 # Torch kernel attention keeps the whole autograd graph when it holds at most KERNEL_KEEP
 # float64 values (256 MB; tsallis.core.kernel.graph_values); above, each chunk is
