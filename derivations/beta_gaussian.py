@@ -67,7 +67,8 @@ def radial_log_density(kk: sp.Expr, alpha: sp.Expr) -> dict[str, sp.Expr]:
     log_mode = sp.expand_log(kk * sp.log(inner.subs(S.d2, 0)), force=True)
     inv_radius2 = sp.simplify(-sp.diff(inner, S.d2) / inner.subs(S.d2, 0))
     u = S.d2 * INV_RADIUS2
-    logpdf = sp.Piecewise((LOG_MODE + S.k * log1p(-u), u < 1), (-sp.oo, True))
+    # outside first, on a non-strict condition: NaN fails it, so log_prob(NaN) is NaN
+    logpdf = sp.Piecewise((-sp.oo, u >= 1), (LOG_MODE + S.k * log1p(-u), True))
     # the factored form is the direct one: compare at 30 digits inside the support
     values = {LOG_MODE: log_mode, INV_RADIUS2: inv_radius2, S.k: kk}
     direct = kk * sp.log(inner)

@@ -40,6 +40,16 @@ class Sanitized(sp.Function):
     nargs = 2
 
 
+class Fallback(sp.Function):
+    """Fallback(e, safe, c) = safe where the earlier branch's condition c holds, else e.
+
+    c is an argument (the very condition of the Piecewise) so that CSE computes it
+    once for both; NaN fails c, so NaN in e reaches the result.
+    """
+
+    nargs = 3
+
+
 Rule = Callable[["BackendPrinter", sp.Basic], str]
 
 
@@ -116,6 +126,14 @@ def _max_min(binary: str, clamp: str | None) -> Rule:
     return rule
 
 
+def _fallback(where: str) -> Rule:
+    def rule(printer: BackendPrinter, expr: sp.Basic) -> str:
+        e, safe, cond = (printer.print(a) for a in expr.args)
+        return f"{where}({cond}, {safe}, {e})"
+
+    return rule
+
+
 def _sanitized(where: str) -> Rule:
     def rule(printer: BackendPrinter, expr: sp.Basic) -> str:
         e, bound = expr.args
@@ -186,6 +204,7 @@ NUMPY = Backend(
         LogGammaRatio: _call("_special.lgamma_ratio"),
         **{f: _call("np." + _NUMPY_NAMES.get(f, f.__name__)) for f in _ELEMENTARY},
         Sanitized: _sanitized("np.where"),
+        Fallback: _fallback("np.where"),
     },
 )
 
@@ -217,6 +236,7 @@ TORCH = Backend(
         LogGammaRatio: _call("_special.lgamma_ratio"),
         **{f: _call("torch." + f.__name__) for f in _ELEMENTARY},
         Sanitized: _sanitized("torch.where"),
+        Fallback: _fallback("torch.where"),
     },
 )
 
@@ -249,6 +269,7 @@ ARRAY_API = Backend(
         LogGammaRatio: _call("_xs.lgamma_ratio"),
         **{f: _call("xp." + f.__name__) for f in _ELEMENTARY},
         Sanitized: _sanitized("xp.where"),
+        Fallback: _fallback("xp.where"),
     },
 )
 
@@ -288,20 +309,42 @@ def _guard(cond: sp.Basic) -> tuple[sp.Expr, sp.Expr] | None:
     return (e, b) if b.is_number else None
 
 
-def sanitize_piecewise(expr: sp.Expr) -> sp.Expr:
-    """Apply the double-where rule to every branch with a guard e > b.
+def _excluded(cond: sp.Basic) -> tuple[sp.Expr, sp.Expr] | None:
+    """(e, safe) for a non-strict cond e >= b or e <= b (b a number); safe fails it."""
+    if not isinstance(cond, (sp.GreaterThan, sp.LessThan)):
+        return None
+    e, b = cond.lhs, cond.rhs
+    if e.is_number:
+        e, b, cond = b, e, cond.reversed
+    if not b.is_number or e.is_number:
+        return None
+    return (e, b - 1) if isinstance(cond, sp.GreaterThan) else (e, b + 1)
 
-    In that branch e is replaced by Sanitized(e, b): where(e > b, e, b + 1).
-    SymPy may store u > 0 as -u < 0; the guard is read back as u > 0.
+
+def sanitize_piecewise(expr: sp.Expr) -> sp.Expr:
+    """Apply the double-where rule to every guarded branch.
+
+    A branch with a strict guard e > b sees e replaced by Sanitized(e, b):
+    where(e > b, e, b + 1). SymPy may store u > 0 as -u < 0; the guard is read
+    back as u > 0. NaN fails such a guard, so it gives the other branch's value.
+
+    The NaN-propagating form: Piecewise((v, e >= b), (f, True)) (or e <= b) sees
+    e in f replaced by Fallback(e, b -+ 1, cond): where(cond, b -+ 1, e). NaN
+    fails cond, so f, and the result, get the NaN; the condition is computed once.
     """
 
     def fix(pw: sp.Piecewise) -> sp.Piecewise:
         pairs = []
-        for branch, cond in pw.args:
+        for index, (branch, cond) in enumerate(pw.args):
             guard = _guard(cond)
             if guard is not None:
                 e, b = guard
                 branch = branch.xreplace({e: Sanitized(e, b)})
+            elif cond is sp.true and index == 1:
+                excluded = _excluded(pw.args[0][1])
+                if excluded is not None:
+                    e, safe = excluded
+                    branch = branch.subs(e, Fallback(e, safe, pw.args[0][1]))
             pairs.append((branch, cond))
         return sp.Piecewise(*pairs, evaluate=False)
 

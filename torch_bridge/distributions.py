@@ -9,16 +9,22 @@ Tsallis entropy) are the generated ones in torch_bridge.closed_forms.beta_gaussi
 
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
+from array_api_compat import device
 from torch.distributions import Beta, Distribution, constraints
 
 from torch_bridge._generated import beta_gaussian as _gen
 from torch_bridge.attention import loc_scale_from_natural
-from tsallis.core.arrays import mahalanobis2
+from tsallis.core.arrays import mahalanobis2, namespace
+from tsallis.core.tuning import HOST_ELEMENTS
 
 __all__ = ["BetaGaussian"]
 
 _HALF = (torch.float16, torch.bfloat16)
+_NUMPY_DTYPE = {torch.float32: np.dtype(np.float32), torch.float64: np.dtype(np.float64)}
 
 
 class _Finite(constraints.Constraint):
@@ -99,6 +105,50 @@ def _broadcast(**shapes: torch.Size) -> torch.Size:
     except RuntimeError:
         listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
         raise ValueError(f"batch shapes do not broadcast: {listed}") from None
+
+
+def _log_density(value, loc, factor, log_mode, inv_radius2, k, multivariate: bool, sanitize: bool):  # noqa: ANN001, ANN202
+    """log p for Torch tensors or NumPy arrays alike (the host route runs it on NumPy).
+
+    factor is the Cholesky factor (N-D) or sigma (1D). A NaN in the value (or the
+    parameters) gives NaN, an infinite value -inf. With ``sanitize`` (gradients are
+    needed) such rows enter the arithmetic as the mode (the double-where pattern),
+    since 0 * inf in the backward of the substitution or of z * z would make NaN
+    gradients; without, the forward's NaN there is simply replaced.
+    """
+    xp = namespace(value)
+    diff = value - loc
+    if multivariate:
+        # sum_i |diff_i|: NaN iff a NaN, else inf iff an inf. A matrix-vector product:
+        # a reduction over a short last axis costs several times as much.
+        if isinstance(diff, np.ndarray):  # (the array-API wrapper costs more than the product)
+            ones = np.ones(diff.shape[-1], dtype=diff.dtype)
+        else:
+            ones = xp.ones(diff.shape[-1], dtype=diff.dtype, device=device(diff))
+        size = xp.abs(diff) @ ones
+        finite = xp.isfinite(size)
+        if sanitize:
+            diff = xp.where(finite[..., None], diff, 0.0)
+        d2 = mahalanobis2(factor, diff)
+    else:
+        size = diff
+        finite = xp.isfinite(size)
+        z = (xp.where(finite, diff, 0.0) if sanitize else diff) / factor
+        d2 = z * z
+    out = xp.where(finite, _gen.logpdf_radial(d2, log_mode, inv_radius2, k), -math.inf)
+    return xp.where(xp.isnan(size), math.nan, out)
+
+
+def _host_view(t: torch.Tensor) -> np.ndarray:
+    """A CPU tensor as a NumPy array (half precision as float32, which NumPy has)."""
+    return t.detach().to(torch.promote_types(t.dtype, torch.float32)).numpy()
+
+
+def _as_tensor_like(value: object, like: torch.Tensor) -> torch.Tensor:
+    """A result of the core back as a tensor on like's device (NumPy results are wrapped)."""
+    if isinstance(value, torch.Tensor):
+        return value
+    return torch.as_tensor(np.asarray(value), device=like.device)
 
 
 class BetaGaussian(Distribution):
@@ -257,18 +307,46 @@ class BetaGaussian(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         work = torch.promote_types(self.loc.dtype, torch.float32)  # half: in float32
-        if self.multivariate:
-            # half precision is worked in float32, like the Cholesky factor itself
-            diff = value.to(work) - self.loc.to(work)
-            d2 = mahalanobis2(self._low.to(work), diff)
-            nan = torch.isnan(value).any(-1)
-        else:
-            z = (value.to(work) - self.loc.to(work)) / self.scale.to(work)
-            d2 = z * z
-            nan = torch.isnan(value)
-        out = _gen.logpdf_radial(d2, *self._radial())
-        # the kernels read NaN as "outside" (-inf), and compute half precision in float32
-        return torch.where(nan, torch.nan, out).to(self.loc.dtype)
+        factor = self._low if self.multivariate else self.scale
+        if self._on_host(value):
+            # Small CPU calls without gradients: the same arithmetic on NumPy, in the
+            # same dtype (a Torch op costs ~3-4 us on a thousand values, a NumPy one ~1 us).
+            host = self.__dict__.get("_host_cache")
+            if host is None or host[0].dtype != _NUMPY_DTYPE[work]:
+                host = tuple(t.detach().to(work).numpy() for t in (self.loc, *self._radial()))
+                if self.multivariate:  # each entry of the factor contiguous over the batch
+                    entries = torch.movedim(factor.detach().to(work), (-2, -1), (0, 1))
+                    host_factor = np.moveaxis(entries.contiguous().numpy(), (0, 1), (-2, -1))
+                else:
+                    host_factor = factor.detach().to(work).numpy()
+                host = (host[0], host_factor, *host[1:])
+                self.__dict__["_host_cache"] = host
+            with np.errstate(all="ignore"):  # as Torch: no warnings, the values decide
+                value = value.detach()
+                value = (value if value.dtype == work else value.to(work)).numpy()
+                out = _log_density(value, *host, self.multivariate, False)
+            out = torch.from_numpy(np.asarray(out))
+            return out if out.dtype == self.loc.dtype else out.to(self.loc.dtype)
+        params = (self.loc, factor)
+        params = tuple(t if t.dtype == work else t.to(work) for t in params)
+        value = value if value.dtype == work else value.to(work)
+        sanitize = torch.is_grad_enabled() and any(
+            t.requires_grad for t in (value, self.alpha, self.loc, self.scale)
+        )
+        out = _log_density(value, *params, *self._radial(), self.multivariate, sanitize)
+        return out if out.dtype == self.loc.dtype else out.to(self.loc.dtype)
+
+    def _on_host(self, value: torch.Tensor) -> bool:
+        """Whether log_prob runs on NumPy: CPU, eager, no gradient, at most HOST_ELEMENTS values."""
+        return (
+            value.device.type == "cpu"
+            and value.numel() <= HOST_ELEMENTS * 2
+            and not torch.compiler.is_compiling()
+            and not (
+                torch.is_grad_enabled()
+                and any(t.requires_grad for t in (value, self.alpha, self.loc, self.scale))
+            )
+        )
 
     def _radial(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """(log p at the mode, 1/R^2, k = 1/(alpha-1)) in the value dtype (half: float32).
@@ -282,18 +360,25 @@ class BetaGaussian(Distribution):
         cached = self.__dict__.get("_radial_cache")
         if cached is not None:
             return cached
-        if self.multivariate:
-            log_ac = _gen.log_ac(self.alpha, self.dim, self._logdet)
-        else:
-            log_ac = _gen.log_ac_1d(self.alpha, self.scale)
-        work = torch.promote_types(self.loc.dtype, torch.float32)
-        terms = (
-            _gen.log_mode_at(self.alpha, log_ac).to(work),
-            _gen.inv_radius2_at(self.alpha, log_ac).to(work),
-            (1 / (self.alpha - 1)).to(work),
-        )
         needs_grad = torch.is_grad_enabled() and any(
             t.requires_grad for t in (self.alpha, self.loc, self.scale)
+        )
+        work = torch.promote_types(self.loc.dtype, torch.float32)
+        args = (self.alpha, self._logdet) if self.multivariate else (self.alpha, self.scale)
+        if self.loc.device.type == "cpu" and not needs_grad and not torch.compiler.is_compiling():
+            # ~100 ops of the log-gamma series, per distribution: ~1 us each in NumPy, ~4 in Torch
+            args = tuple(_host_view(t) for t in args)
+        if self.multivariate:
+            log_ac = _gen.log_ac(args[0], self.dim, args[1])
+        else:
+            log_ac = _gen.log_ac_1d(*args)
+        terms = tuple(
+            _as_tensor_like(t, self.loc).to(work)
+            for t in (
+                _gen.log_mode_at(args[0], log_ac),
+                _gen.inv_radius2_at(args[0], log_ac),
+                1 / (args[0] - 1),
+            )
         )
         if not needs_grad:
             self.__dict__["_radial_cache"] = terms

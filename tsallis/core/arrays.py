@@ -111,8 +111,9 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
         dtype, device = head.dtype, head.device
         if all(type(v) is type(head) and v.dtype == dtype and v.device == device for v in values):
             return fast[0], values
-    if all(type(v) is np.ndarray and v.dtype == _F64 for v in values):  # NumPy float64
-        return _NUMPY, values
+    if type(head) is np.ndarray and head.dtype in _NUMPY_FLOATS:  # NumPy of one float dtype
+        if all(type(v) is np.ndarray and v.dtype == head.dtype for v in values):
+            return _NUMPY, values
     # NumPy values and Python numbers first: no framework check (cheaper, and it needs no
     # torch module at all; tests hide torch as sys.modules["torch"] = None)
     if not all(isinstance(v, _NUMPY_LIKE) for v in values) and any(
@@ -127,6 +128,7 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
 
 
 _F64 = np.dtype(np.float64)
+_NUMPY_FLOATS = (_F64, np.dtype(np.float32))
 _NUMPY = array_namespace(np.empty(0))
 
 # Tensor type -> (its namespace, the dtypes arrays() passes through unchanged)
@@ -158,8 +160,8 @@ def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, 
     else:
         dtype, device = xp.asarray(0.0).dtype, tensors[0].device  # the default floating dtype
     out = tuple(
-        v
-        if is_torch_array(v) and v.dtype == dtype and v.device == device  # as is: no copy
+        (v if v.dtype == dtype and v.device == device else v.to(dtype=dtype, device=device))
+        if is_torch_array(v)  # .to keeps the graph (asarray drops it before torch 2.13)
         else xp.asarray(v, dtype=dtype, device=device)
         for v in values
     )
@@ -323,12 +325,24 @@ def mahalanobis2(low: Array, diff: Array) -> Array:
         else:
             z = np.linalg.solve(low, diff[..., None])[..., 0]  # LU: exact on a triangle too
         return xp.sum(z * z, axis=-1)
+    # Every op here is dispatched over the whole batch, so at small batches the
+    # count of ops is the cost: unbind takes the entries in one call each, and
+    # Torch fuses each multiply-subtract (and each square-add) into one addcmul.
+    fused = is_torch_array(diff)
+    rows = [row.unbind(-1) for row in low.unbind(-2)] if fused else None
+    parts = diff.unbind(-1) if fused else [diff[..., i] for i in range(n)]
     z: list[Array] = []
     total = None
     for i in range(n):
-        acc = diff[..., i]
+        acc = parts[i]
         for j in range(i):
-            acc = acc - low[..., i, j] * z[j]
-        z.append(acc / low[..., i, i])
-        total = z[i] * z[i] if total is None else total + z[i] * z[i]
+            if fused:
+                acc = acc.addcmul(rows[i][j], z[j], value=-1)
+            else:
+                acc = acc - low[..., i, j] * z[j]
+        z.append(acc / (rows[i][i] if fused else low[..., i, i]))
+        if total is None:
+            total = z[i] * z[i]
+        else:
+            total = total.addcmul(z[i], z[i]) if fused else total + z[i] * z[i]
     return total

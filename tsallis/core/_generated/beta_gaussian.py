@@ -109,7 +109,8 @@ def logpdf_radial(d2, log_mode, inv_radius2, k):
     """log p at squared distance d2 from log_mode, inv_radius2 and k = 1/(alpha-1)."""
     xp, (d2, log_mode, inv_radius2, k) = _xs.arrays(d2, log_mode, inv_radius2, k)
     _t0 = d2*inv_radius2
-    return xp.where((_t0 < 1), k*xp.log1p(xp.where(-_t0 > -1, -_t0, 0)) + log_mode, -math.inf)
+    _t1 = (_t0 >= 1)
+    return xp.where(_t1, -math.inf, k*xp.log1p(-xp.where(_t1, 0, _t0)) + log_mode)
 
 
 def threshold_1d(alpha, scale):
