@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from itertools import pairwise
 
 import numpy as np
@@ -105,9 +106,9 @@ class KernelFamily:
         self._row = self.gamma[None, :]
         self._envelope = _core.envelope(self._row, self.inducing, self.kernel, self.bandwidth)
         self._base_edges = edges = self._edges(math.inf)
-        setup = self._setup(1)
-        self.support_edges = _core.support_edges(self._row, self.inducing, setup, edges)
-        if not self.support:
+        # the roots themselves are found on first use (support_edges): expect_rbf on
+        # narrower panels finds them again on its own, and Newton is most of its cost
+        if not _core.positive_somewhere(self._row, self.inducing, self._setup(1), edges):
             raise ValueError(_NO_MASS)
         # The nodes on the family's own panels are built on first use (logpdf, expect,
         # normalizer): expect_rbf with narrower RBFs integrates on its own panels.
@@ -154,6 +155,11 @@ class KernelFamily:
         x, log_mass = np.concatenate(ts), np.concatenate(logs)
         keep = np.isfinite(log_mass)
         return x[keep], log_mass[keep]
+
+    @cached_property
+    def support_edges(self) -> FloatArray:
+        """The roots of 1 + (alpha-1) f~ in [a, b], sorted (empty for alpha = 1)."""
+        return _core.support_edges(self._row, self.inducing, self._setup(1), self._base_edges)
 
     @property
     def support(self) -> list[tuple[float, float]]:

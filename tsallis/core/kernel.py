@@ -57,6 +57,7 @@ __all__ = [
     "node_pieces",
     "panel_chunks",
     "panel_edges",
+    "positive_somewhere",
     "singular_power",
     "support_edges",
 ]
@@ -250,13 +251,19 @@ def _roots(
     left, right = lo, hi
     t = lo + (hi - lo) * (u_lo / (u_lo - u_hi))
     rising = u_lo <= 0  # u goes from <= 0 at lo to > 0 at hi
+    # NumPy stops once no root moves (a further step would give the same t again);
+    # Torch always takes every step (no host read, one graph under torch.compile).
+    on_host = isinstance(t, np.ndarray)
     for _ in range(T.KERNEL_NEWTON_STEPS):
         u, slope = _u_and_slope(t, g, inducing, setup)
         below = (u <= 0) == rising  # the root lies to the right of t
         left, right = xp.where(below, t, left), xp.where(below, right, t)
         step = t - u / xp.where(slope == 0, xp.ones_like(slope), slope)
         inside = (slope != 0) & (step >= left) & (step <= right)
-        t = xp.where(inside, step, (left + right) / 2)
+        moved = xp.where(inside, step, (left + right) / 2)
+        if on_host and np.array_equal(moved, t):
+            break
+        t = moved
     return t
 
 
@@ -346,19 +353,33 @@ def _boundary_roots(
     return rows, panels, root[:count], root[count:]
 
 
+def _panel_signs(g: Array, inducing: Array, setup: Setup, edges: Array) -> tuple[Array, ...]:
+    """_sign_changes of one row g (1, M) on the panels between ``edges``."""
+    xp = _xs.namespace(g)
+    x, _ = _legendre(setup.nodes, g)
+    half = (edges[1:] - edges[:-1]) / 2
+    t_shared = xp.reshape(edges[:-1, None] + half[:, None] * (x + 1), (-1,))
+    f_shared = g @ kernel_matrix(t_shared, inducing, setup.kernel, setup.bandwidth).T
+    return _sign_changes(g, inducing, setup, edges, t_shared, f_shared)
+
+
+def positive_somewhere(g: Array, inducing: Array, setup: Setup, edges: Array) -> bool:
+    """Whether u = 1 + (alpha-1) f~ of one row g (1, M) is positive at a panel edge or
+    node: the support that support_edges and the quadrature see is empty just when not.
+    (No root finding: a family checks its mass at construction with this.)"""
+    if setup.alpha == 1:
+        return True
+    xp = _xs.namespace(g)
+    return bool(xp.any(_panel_signs(g, inducing, setup, edges)[1] > 0))
+
+
 def support_edges(g: Array, inducing: Array, setup: Setup, edges: Array) -> Array:
     """The support boundaries (roots of u = 1 + (alpha-1) f~ in [a, b]) of one row
     g (1, M), sorted, as the quadrature places them (empty for alpha = 1)."""
     xp = _xs.namespace(g)
     if setup.alpha == 1:
         return xp.zeros((0,), dtype=g.dtype, device=getattr(g, "device", None))
-    x, _ = _legendre(setup.nodes, g)
-    half = (edges[1:] - edges[:-1]) / 2
-    t_shared = xp.reshape(edges[:-1, None] + half[:, None] * (x + 1), (-1,))
-    f_shared = g @ kernel_matrix(t_shared, inducing, setup.kernel, setup.bandwidth).T
-    found = _boundary_roots(
-        g, inducing, setup, *_sign_changes(g, inducing, setup, edges, t_shared, f_shared)
-    )
+    found = _boundary_roots(g, inducing, setup, *_panel_signs(g, inducing, setup, edges))
     if found is None:
         return xp.zeros((0,), dtype=g.dtype, device=getattr(g, "device", None))
     _, _, r1, r2 = found
