@@ -307,8 +307,9 @@ def test_log_prob_graphs_are_not_shared_when_parameters_need_grad():
 @pytest.mark.parametrize("dim", (1, 3))
 def test_small_calls_on_numpy_agree_with_torch(dtype, dim):
     """Small CPU log_probs without gradients run the same arithmetic on NumPy; a value
-    that requires grad takes the Torch route. Measured: identical in float64 and within
-    1 ulp of |log p| in float32 (NumPy and Torch round log1p apart); bars 1e-14 and 4 ulps."""
+    that requires grad takes the Torch route. They round apart (Torch's addcmul fuses a
+    multiply-subtract; the libraries' log1p differ): measured at most 2.7 eps (float64)
+    and 1.4 eps (float32) times (1 + |log p|); bar 8 eps."""
     gen = torch.Generator().manual_seed(3)
     loc = torch.randn(64, dim, generator=gen, dtype=F64)
     root = 0.3 * torch.randn(64, dim, dim, generator=gen, dtype=F64)
@@ -322,10 +323,8 @@ def test_small_calls_on_numpy_agree_with_torch(dtype, dim):
     host, device = d.log_prob(value), d.log_prob(value.clone().requires_grad_()).detach()
     finite = torch.isfinite(device)
     assert finite.float().mean() > 0.8 and torch.equal(finite, torch.isfinite(host))
-    eps = torch.finfo(dtype).eps
-    bar = 1e-14 if dtype == F64 else 4 * eps
     gap = (host - device)[finite].abs() / (1 + device[finite].abs())
-    assert gap.max() <= bar
+    assert gap.max() <= 8 * torch.finfo(dtype).eps
 
 
 @pytest.mark.parametrize("grad", (False, True))
@@ -358,3 +357,18 @@ def test_infinite_values_are_outside_not_nan_1d(grad):
     if grad:
         out[[0, 1, 3]].sum().backward()
         assert torch.equal(loc.grad, torch.zeros(4, dtype=F64))
+
+
+def test_no_grad_call_does_not_freeze_the_normalizer():
+    """A log_prob under torch.no_grad must not cache the normalizer of a trainable
+    distribution: the next backward would miss its gradient (it did before 2026-11-24:
+    0.083 instead of -1.534 for d/d scale)."""
+    scale = torch.tensor([0.5, 2.0], dtype=F64, requires_grad=True)
+    x = torch.tensor([0.1, -0.3], dtype=F64)
+    BetaGaussian(1.5, torch.zeros(2, dtype=F64), scale).log_prob(x).sum().backward()
+    fresh, scale.grad = scale.grad.clone(), None
+    d = BetaGaussian(1.5, torch.zeros(2, dtype=F64), scale)
+    with torch.no_grad():
+        d.log_prob(x)
+    d.log_prob(x).sum().backward()
+    torch.testing.assert_close(scale.grad, fresh, rtol=1e-15, atol=0)

@@ -19,7 +19,7 @@ from torch.distributions import Beta, Distribution, constraints
 from torch_bridge._generated import beta_gaussian as _gen
 from torch_bridge.attention import loc_scale_from_natural
 from tsallis.core.arrays import mahalanobis2, namespace
-from tsallis.core.tuning import HOST_ELEMENTS
+from tsallis.core.tuning import HOST_VALUES
 
 __all__ = ["BetaGaussian"]
 
@@ -330,22 +330,21 @@ class BetaGaussian(Distribution):
         params = (self.loc, factor)
         params = tuple(t if t.dtype == work else t.to(work) for t in params)
         value = value if value.dtype == work else value.to(work)
-        sanitize = torch.is_grad_enabled() and any(
-            t.requires_grad for t in (value, self.alpha, self.loc, self.scale)
-        )
+        sanitize = torch.is_grad_enabled() and self._trainable(value)
         out = _log_density(value, *params, *self._radial(), self.multivariate, sanitize)
         return out if out.dtype == self.loc.dtype else out.to(self.loc.dtype)
 
+    def _trainable(self, *more: torch.Tensor) -> bool:
+        """Whether a parameter (or one of ``more``) requires a gradient."""
+        return any(t.requires_grad for t in (self.alpha, self.loc, self.scale, *more))
+
     def _on_host(self, value: torch.Tensor) -> bool:
-        """Whether log_prob runs on NumPy: CPU, eager, no gradient, at most HOST_ELEMENTS values."""
+        """Whether log_prob runs on NumPy: CPU, eager, no gradient, at most HOST_VALUES values."""
         return (
             value.device.type == "cpu"
-            and value.numel() <= HOST_ELEMENTS * 2
+            and value.numel() <= HOST_VALUES
             and not torch.compiler.is_compiling()
-            and not (
-                torch.is_grad_enabled()
-                and any(t.requires_grad for t in (value, self.alpha, self.loc, self.scale))
-            )
+            and not (torch.is_grad_enabled() and self._trainable(value))
         )
 
     def _radial(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -354,15 +353,13 @@ class BetaGaussian(Distribution):
         log_prob is then log_mode + k log1p(-d^2/R^2): the normalizer (log-gamma
         series) is not recomputed per call, and float32 values stay float32. They
         are computed in alpha's precision (float64 for a Python alpha) and cached
-        when no parameter needs a gradient; with gradients they are recomputed, so
+        when no parameter requires a gradient; otherwise they are recomputed, so
         that every log_prob has its own graph (as torch's Normal does).
         """
         cached = self.__dict__.get("_radial_cache")
         if cached is not None:
             return cached
-        needs_grad = torch.is_grad_enabled() and any(
-            t.requires_grad for t in (self.alpha, self.loc, self.scale)
-        )
+        needs_grad = torch.is_grad_enabled() and self._trainable()
         work = torch.promote_types(self.loc.dtype, torch.float32)
         args = (self.alpha, self._logdet) if self.multivariate else (self.alpha, self.scale)
         if self.loc.device.type == "cpu" and not needs_grad and not torch.compiler.is_compiling():
@@ -380,7 +377,9 @@ class BetaGaussian(Distribution):
                 1 / (args[0] - 1),
             )
         )
-        if not needs_grad:
+        # cached only when no parameter can ever need the graph: terms computed under
+        # no_grad for trainable parameters would otherwise serve a later backward
+        if not self._trainable():
             self.__dict__["_radial_cache"] = terms
         return terms
 
