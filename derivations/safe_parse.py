@@ -147,6 +147,15 @@ def _magnitude(value: sp.Expr) -> float:
         return math.inf
 
 
+def _modulus(value: sp.Expr) -> float:
+    """|value| of a real or complex number (inf when it does not fit, nan if undefined)."""
+    number = sp.N(value, 15)
+    try:
+        return abs(complex(number))
+    except (OverflowError, TypeError):
+        return math.nan if number.has(sp.nan) else math.inf
+
+
 def _check_power(base: sp.Expr, exponent: sp.Expr, piece: str) -> None:
     """Refuse numeric exponents larger than MAX_EXPONENT and numbers over MAX_DIGITS digits."""
     if not exponent.is_number:
@@ -157,7 +166,9 @@ def _check_power(base: sp.Expr, exponent: sp.Expr, piece: str) -> None:
             f"the exponent in {piece} must be a real number of size at most {MAX_EXPONENT}"
         )
     if base.is_number and size > 0:
-        scale = _magnitude(base)
+        # an intermediate base may be complex, e.g. sqrt(-1) in (sqrt(-1))**2 = -1:
+        # its size is its modulus
+        scale = _modulus(base)
         if scale > 0 and math.isfinite(scale):
             digits = size * abs(math.log10(scale))
         else:

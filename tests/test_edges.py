@@ -311,6 +311,21 @@ def test_betaincinv_tails(a):
         assert 0 < float(betaincinv(a, a, 5e-324)) < 0.5  # subnormal q: no NaN
 
 
+@pytest.mark.parametrize("alpha", [1.0001, 1.2, 1.8103, 2.0, 5.263671875, 40.0])
+def test_ppf_of_the_median_is_the_location(alpha):
+    """scipy 1.17's betaincinv(a, a, 1/2) is up to 1.4e-8 away from 1/2 (a near 1.2,
+    alpha = 5.26), so BetaGaussian.ppf(0.5) was -1.4e-8 * scale off the location. The
+    median of a symmetric law is the location, exactly in floating point."""
+    for loc, scale in ((0.0, 1.0), (3.0, 1e-6)):
+        d = tsallis.BetaGaussian(alpha, loc, scale)
+        assert float(d.ppf(0.5)) == loc
+        # the cdf rounds its argument (x - loc) / half-width + 1 by a few eps, which
+        # the density at the median turns into pdf(loc) * half-width * eps
+        half_width = float(d.ppf(1.0) - d.ppf(0.0)) / 2
+        bar = 4 * np.finfo(float).eps * max(1.0, float(d.pdf(loc)) * half_width)
+        assert abs(float(d.cdf(d.ppf(0.5))) - 0.5) <= bar
+
+
 def test_ppf_and_rvs_never_nan_in_the_tails():
     for family in (tsallis.TruncatedParabola(0.0, 1.0), tsallis.BetaGaussian(1.5, 0.0, 1.0)):
         q = np.array([5e-324, 2.2e-308, 1e-300, 1e-200, 0.5, 1 - 1e-16])

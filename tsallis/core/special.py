@@ -74,7 +74,10 @@ def betaincinv(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> NDArray[np.floating]
     q = 1e-300, and its forward function is as far off there. The tails (x or 1 - x
     small) are solved by Newton on log x with the hypergeometric series of
     log I_x (_log_betainc_small); the upper tail as 1 - x(b, a, 1 - q), 1 - q being
-    exact for q >= 1/2. The body keeps scipy's inverse (within 1e-15, measured).
+    exact for q >= 1/2. The body keeps scipy's inverse (within 1e-15 of the root,
+    measured over random a = b in [1, 400] and q in (0, 1)), except at the median of
+    a symmetric law: scipy 1.17 gives betaincinv(a, a, 1/2) up to 1.4e-8 away from
+    1/2 (a near 1.2), so that point is answered exactly by symmetry.
     """
     a, b, q = np.broadcast_arrays(*as_arrays(a, b, q))
     upper = q > 0.5
@@ -84,4 +87,4 @@ def betaincinv(a: ArrayLike, b: ArrayLike, q: ArrayLike) -> NDArray[np.floating]
         tail, usable = _betaincinv_lower(aa, bb, np.where(qq > 0, qq, 0.5))
         body = _betaincinv(aa, bb, qq)
         low = np.where(usable & (qq > 0), tail, np.where(qq > 0, body, 0.0))
-    return np.where(upper, 1 - low, low)
+    return np.where((a == b) & (q == 0.5), 0.5, np.where(upper, 1 - low, low))
