@@ -538,11 +538,15 @@ def test_2d_memory_is_bounded_by_the_block_size():
 @pytest.mark.parametrize("alpha", [1.0, 1.2, 2.0])
 def test_1d_row_pieces_change_nothing(monkeypatch, alpha, dtype):
     """The 1D forward runs in pieces of about ROW_CHUNK elements: pieces of one row, of
-    three rows and one piece give the same rho and gradients. Bit for bit for the closed
-    forms (alpha = 1, 2); the quadrature regimes sum nodes with BLAS, whose summation
-    order follows the number of elements in a regime, so alpha = 1.2 agrees to float64
-    rounding of those sums (1e-13 of the largest value; measured 3e-15 absolute) and to
-    two float32 ulps after the cast."""
+    three rows and one piece give the same rho and gradients. For the closed forms
+    (alpha = 1, 2) to a few ulps: Torch's elementwise loops run whole blocks of 2 SIMD
+    vectors through the vectorized kernel and the remainder through the scalar one,
+    which round pow and exp apart (a piece of 8 float64 elements is all remainder with
+    AVX-512: alpha = 1 gave 1 ulp in one element of d/d loc, bit for bit with AVX2); the
+    bar is 4 eps of the largest value. The quadrature regimes sum nodes with BLAS, whose
+    summation order follows the number of elements in a regime, so alpha = 1.2 agrees to
+    float64 rounding of those sums (1e-13 of the largest value; measured 3e-15
+    absolute) and to two float32 ulps after the cast."""
     import torch_bridge.attention as attention
 
     generator = torch.Generator().manual_seed(3)
@@ -568,14 +572,13 @@ def test_1d_row_pieces_change_nothing(monkeypatch, alpha, dtype):
         assert len(pieces) == {1 << 20: 1, 8: 20, 24: 7}[chunk]
         grads = torch.autograd.grad((rho * weights).sum(), (loc, scale))
         results.append((rho.detach(), *grads))
-    exact = alpha in (1.0, 2.0)
-    relative = 1e-13 if dtype == F64 else 2 * torch.finfo(dtype).eps
+    if alpha in (1.0, 2.0):
+        relative = 4 * torch.finfo(dtype).eps
+    else:
+        relative = 1e-13 if dtype == F64 else 2 * torch.finfo(dtype).eps
     for one, *pieces in zip(*results, strict=True):
         for other in pieces:
-            if exact:
-                assert torch.equal(one, other)
-            else:
-                assert float((one - other).abs().max()) <= relative * float(one.abs().max())
+            assert float((one - other).abs().max()) <= relative * float(one.abs().max())
 
 
 def test_1d_memory_is_bounded_by_the_row_pieces():
