@@ -256,7 +256,7 @@ ARRAY_API = Backend(
         sp.erf: _call("_xs.erf"),
         sp.erfc: _call("_xs.erfc"),
         sp.loggamma: _call("_xs.lgamma"),
-        expm1: _call("xp.expm1"),
+        expm1: _call("_xs.expm1"),
         log1p: _call("xp.log1p"),
         exprel: _call("_xs.exprel"),
         log1prel: _call("_xs.log1prel"),

@@ -264,3 +264,24 @@ def test_large_escort_exponent_windows_against_mpmath(alpha):
         expected = (truth[0], truth[1], truth[2] - 2 * loc * truth[1])
         for value, exact in zip(got, expected, strict=True):
             assert np.abs(value - exact).max() <= bar * np.abs(exact).max(), accuracy.window_nodes
+
+
+def test_expm1_stays_exact_under_torch_compile():
+    """Inductor decomposes torch.expm1 into exp(x) - 1 on CPU (8.9e-5 relative error at
+    x = 1e-12; compiled attention gradients were 2.7e-11 off eager for RBFs 100 support
+    widths wide). The core's expm1, compiled: within 4 float64 ulps of NumPy's, the
+    gradient within 4 ulps of exp(x), NaN and the limits kept."""
+    torch._dynamo.reset()
+    x = np.concatenate([-np.logspace(-15, 1.5, 200), [0.0], np.logspace(-15, 1.5, 200)])
+    compiled = torch.compile(_xs.expm1, fullgraph=True)
+    for run in (_xs.expm1, compiled):
+        t = torch.tensor(x, requires_grad=True)
+        y = run(t)
+        (grad,) = torch.autograd.grad(y.sum(), t)
+        truth = np.expm1(x)
+        scale = np.where(truth == 0, 1.0, np.abs(truth))
+        assert np.max(np.abs(y.detach().numpy() - truth) / scale) <= 4 * np.finfo(float).eps
+        assert np.max(np.abs(grad.numpy() / np.exp(x) - 1)) <= 4 * np.finfo(float).eps
+    edges = torch.tensor([float("nan"), float("inf"), float("-inf"), -1e3], dtype=torch.float64)
+    got = compiled(edges)
+    assert torch.isnan(got[0]) and got[1] == float("inf") and got[2] == -1 and got[3] == -1

@@ -638,3 +638,23 @@ def test_1d_small_calls_on_host_agree(monkeypatch, alpha, dtype):
         # the backward reads the moments rounded as above; its sums over the basis add a
         # few roundings (measured at most 1.8 eps in float64, 0 in float32)
         assert ((host_grad - torch_grad).abs() / torch_grad.abs().amax()).max() <= 4 * bar
+
+
+@pytest.mark.slow  # two compilations, about 70 s; the fast check is in test_torch_discrete
+def test_torch_compile_recompiles_for_a_new_alpha():
+    """One compiled function called with alpha = 2, then 1.5 (a closure that changes):
+    Dynamo's automatic dynamic made the second alpha symbolic, and the trace failed
+    ("assume_constant_result argument conversion failed"). Each alpha now compiles as a
+    constant and agrees with eager mode to float64 rounding (1e-12 relative)."""
+    torch._dynamo.reset()
+    basis = GaussianRBF(torch.linspace(0, 1, 8, dtype=F64), torch.full((8,), 0.1, dtype=F64))
+    loc = torch.rand(16, dtype=F64, generator=torch.Generator().manual_seed(2))
+    scale = torch.full((16,), 0.1, dtype=F64)
+    setting = {"alpha": 2.0}
+    compiled = torch.compile(
+        lambda m, s: continuous_attention(m, s, basis, setting["alpha"]), fullgraph=True
+    )
+    for alpha in (2.0, 1.5, 2.0):
+        setting["alpha"] = alpha
+        eager = continuous_attention(loc, scale, basis, alpha)
+        assert torch.allclose(compiled(loc, scale), eager, rtol=1e-12, atol=1e-14), alpha

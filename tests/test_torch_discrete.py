@@ -426,3 +426,18 @@ def test_compile_fullgraph_matches_eager():
     # the all -inf row: documented zeros (log: -inf)
     assert compiled_ops["ev_softmax"](wild)[5].abs().sum() == 0
     assert torch.all(compiled_ops["log_ev_softmax"](wild)[5] == float("-inf"))
+
+
+def test_compile_recompiles_for_a_new_eps():
+    """One compiled function called with eps = 0.1, 0.3, 1e-3: Dynamo's automatic dynamic
+    made the second eps symbolic and the trace failed ("torch.* op returned non-Tensor");
+    each eps now compiles as a constant (torch_bridge.basis.constant_float, which also
+    serves alpha in continuous attention) and agrees with eager mode within 1e-6
+    (float32)."""
+    torch._dynamo.reset()
+    x = torch.randn(4, 10, generator=torch.Generator().manual_seed(1))
+    setting = {"eps": 0.1}
+    compiled = torch.compile(lambda v: ev_softmax(v, eps=setting["eps"]), fullgraph=True)
+    for eps in (0.1, 0.3, 1e-3, 0.1):
+        setting["eps"] = eps
+        assert (compiled(x) - ev_softmax(x, eps=eps)).abs().max() <= 1e-6, eps

@@ -9,7 +9,7 @@ from torch import nn
 from torch_bridge._generated import gaussian
 from tsallis.core.validation import real_at_least
 
-__all__ = ["GaussianRBF", "alpha_value", "check_spd"]
+__all__ = ["GaussianRBF", "alpha_value", "check_spd", "constant_float"]
 
 _F64 = torch.float64
 
@@ -97,5 +97,19 @@ def alpha_value(alpha: object) -> float:
             raise ValueError(f"alpha must be a scalar, got shape {tuple(alpha.shape)}")
         alpha = float(alpha.detach())
     if torch.compiler.is_compiling():
-        return alpha  # checked by the eager call; traced as a constant
+        return constant_float(alpha)  # checked by the eager call
     return real_at_least("alpha", alpha, 1.0)
+
+
+def constant_float(value: object) -> object:
+    """A Python number argument as a constant of the traced graph under torch.compile.
+
+    After a recompile for a new value, Dynamo's automatic dynamic makes a float
+    argument symbolic, and the core needs the value itself (node tables, regimes,
+    per-eps constants). __float__ specializes it: a guard on its value, so each value
+    compiles once (float() and guard_float do not trace to a constant in torch 2.13).
+    Outside torch.compile, and for tensors, the value is returned as it is.
+    """
+    if torch.compiler.is_compiling() and isinstance(value, (int, float)):
+        return value.__float__()
+    return value

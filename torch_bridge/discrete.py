@@ -31,6 +31,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from torch_bridge import _compile
+from torch_bridge.basis import constant_float
 from tsallis.core import discrete as _core
 from tsallis.core.validation import real_at_least
 
@@ -132,7 +133,7 @@ def _apply(
 ) -> torch.Tensor:
     _check_input(x, mask)
     dim = _check_dim(x, dim)
-    eps = real_at_least("eps", eps, 0.0)
+    eps = real_at_least("eps", constant_float(eps), 0.0)
     work = x.float() if x.dtype in _HALF else x
     if torch.is_grad_enabled() and work.requires_grad:
         out = _EvSoftmaxFunction.apply(work, dim, mask, eps, log)
@@ -177,7 +178,7 @@ def ev_softmax_nll_loss(
     eps = 0 the likelihood of a class off the support is 0. ``"mean"`` over
     no non-ignored target returns 0 (torch returns NaN there).
     """
-    eps = real_at_least("eps", eps, 0.0)
+    eps = real_at_least("eps", constant_float(eps), 0.0)
     if eps == 0:
         raise ValueError(
             "eps must be > 0 for the NLL: ev_softmax gives probability 0 off its support"

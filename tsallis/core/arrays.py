@@ -28,6 +28,7 @@ __all__ = [
     "constant_tables",
     "erf",
     "erfc",
+    "expm1",
     "exprel",
     "index_add",
     "index_max",
@@ -168,6 +169,22 @@ def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, 
     return xp, out
 
 
+def expm1(x: Array) -> Array:
+    """exp(x) - 1, relative-exact near 0, also under torch.compile.
+
+    Inductor's CPU code generator decomposes expm1 into exp(x) - 1 (8.9e-5 relative
+    error at x = 1e-12, and compiled attention gradients 2.7e-11 off eager for RBFs 100
+    support widths wide), so Torch gets 2 sinh(x/2) exp(x/2) for |x| < 1/2 (Inductor
+    keeps sinh; at most 3 ulp, and a gradient without cancellation there) and exp(x) - 1
+    elsewhere (|result| > 0.39: exact to an ulp, and its gradient is exp(x) itself).
+    """
+    if not is_torch_array(x):
+        return np.expm1(x)
+    near = x.abs() < 0.5  # NaN: False, so NaN goes through exp(x) - 1
+    half = x.where(near, 0.0) * 0.5
+    return (2 * half.sinh() * half.exp()).where(near, x.exp() - 1)
+
+
 def erf(x: Array) -> Array:
     """The error function."""
     return x.erf() if is_torch_array(x) else _sp.erf(x)
@@ -200,7 +217,7 @@ def exprel(x: Array) -> Array:
     xp = namespace(x)
     small = xp.abs(x) < _SERIES_CUTOFF
     safe = xp.where(small, xp.ones_like(x), x)
-    return xp.where(small, _horner(x, _EXPREL_TERMS), xp.expm1(safe) / safe)
+    return xp.where(small, _horner(x, _EXPREL_TERMS), expm1(safe) / safe)
 
 
 def log1prel(x: Array) -> Array:

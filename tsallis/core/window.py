@@ -204,7 +204,7 @@ def _wide_moments(c: Array, r: Array, m: float, second: Array, mass: Array) -> M
     cc, rr = c[:, None], r[:, None]
     p = -(u * u) / (2 * rr * rr)
     q = u * cc / (rr * rr)
-    even = 2 * (xp.expm1(p) * xp.cosh(q) + 2 * xp.sinh(q / 2) ** 2)  # e^(p+q) + e^(p-q) - 2
+    even = 2 * (_xs.expm1(p) * xp.cosh(q) + 2 * xp.sinh(q / 2) ** 2)  # e^(p+q) + e^(p-q) - 2
     odd = 2 * xp.exp(p) * xp.sinh(q)  # e^(p+q) - e^(p-q)
     scale = gen.rbf_pdf(c, r)
     return {

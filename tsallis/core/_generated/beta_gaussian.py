@@ -59,7 +59,7 @@ def tsallis_entropy(alpha, n, logdet):
     _t3 = 1/(_t2 + 2)
     _t4 = _t0*_t3
     _t5 = 2*alpha
-    return -_t1*xp.expm1(_t0*_t3*n*xp.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n - 2*_xs.lgamma_ratio(_t1 + 1, 0.5*n)) + xp.log(_t5/(_t2 + _t5)))/alpha
+    return -_t1*_xs.expm1(_t0*_t3*n*xp.log(_t0) - _t4*logdet - _t4*(0.6931471805599453*n + 1.1447298858494002*n - 2*_xs.lgamma_ratio(_t1 + 1, 0.5*n)) + xp.log(_t5/(_t2 + _t5)))/alpha
 
 
 def logpdf_d2(d2, alpha, n, logdet):
@@ -151,7 +151,7 @@ def tsallis_entropy_1d(alpha, scale):
     _t1 = 1/_t0
     _t2 = 1/(alpha + 1)
     _t3 = _t0*_t2
-    return -_t1*xp.expm1(_t0*_t2*xp.log(_t0) - _t3*(-2*_xs.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*xp.log(scale) + xp.log(2*alpha/(3*alpha - 1)))/alpha
+    return -_t1*_xs.expm1(_t0*_t2*xp.log(_t0) - _t3*(-2*_xs.lgamma_ratio(_t1 + 1, 0.5) + 0.6931471805599453 + 1.1447298858494002) - 2*_t3*xp.log(scale) + xp.log(2*alpha/(3*alpha - 1)))/alpha
 
 
 def logpdf_1d(x, alpha, loc, scale):

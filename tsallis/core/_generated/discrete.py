@@ -46,4 +46,4 @@ def ev_softmax_offsupport_shift(eps):
 def evidential_mass(w_plus, w_minus, others):
     """Eq 6: exp(-w^-) (exp(w^+) - 1 + prod_{l != k} (1 - exp(-w_l^-)))."""
     xp, (w_plus, w_minus, others) = _xs.arrays(w_plus, w_minus, others)
-    return (others + xp.expm1(w_plus))*xp.exp(-w_minus)
+    return (others + _xs.expm1(w_plus))*xp.exp(-w_minus)

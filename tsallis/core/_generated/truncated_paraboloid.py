@@ -45,7 +45,7 @@ def tsallis_entropy(n, logdet):
     _t1 = n + 4
     _t2 = 1.1447298858494002
     _t3 = 0.6931471805599453
-    return -0.5*xp.expm1(-_t0*logdet - _t0*(_t2*n - _t2 + 3*_t3*n + 6*_t3 - 2*_xs.lgamma(_t1) + 2*_xs.lgamma(0.5*n + 2.5)) + xp.log(4/_t1))
+    return -0.5*_xs.expm1(-_t0*logdet - _t0*(_t2*n - _t2 + 3*_t3*n + 6*_t3 - 2*_xs.lgamma(_t1) + 2*_xs.lgamma(0.5*n + 2.5)) + xp.log(4/_t1))
 
 
 def logpdf_d2(d2, n, logdet):
