@@ -298,13 +298,14 @@ def node_pieces(g: Array, inducing: Array, setup: Setup, edges: Array) -> list[P
         rows, panels = g.shape[0], lo_t.shape[0]
         points, u_points, changes = _sign_changes(g, inducing, setup, edges, t_shared, f_shared)
         full = ~xp.any(changes, axis=-1) & (u_points[..., 0] > 0)
-        graded = full & _near_root(points, u_points) if singular_power(alpha) else None
+        near = _near_root(points, u_points) if singular_power(alpha) else None
+        graded = None if near is None else full & (near[0] | near[1])
         keep = full if graded is None else full & ~graded
         keep_nodes = xp.reshape(xp.broadcast_to(keep[:, :, None], (rows, panels, n)), (rows, -1))
         log_e = xp.where(keep_nodes, log_e, -math.inf)
         pieces += _boundary_pieces(g, inducing, setup, points, u_points, changes)
         if graded is not None and bool(xp.any(graded)):
-            pieces += _graded_pieces(g, inducing, setup, lo_t, hi_t, graded)
+            pieces += _graded_pieces(g, inducing, setup, lo_t, hi_t, graded, near)
     log_mass = log_e + setup.base.log_density(t_shared) + xp.log(w_shared)
     return [Piece(log_mass, t_shared, None), *pieces]
 
@@ -482,8 +483,9 @@ def _boundary_piece(
     return Piece(log_e + setup.base.log_density(t) + log_w, t, rows)
 
 
-def _near_root(points: Array, u_points: Array) -> Array:
-    """(B, P): a support boundary lies within T.NEAR_ROOT panel widths outside an end.
+def _near_root(points: Array, u_points: Array) -> tuple[Array, Array]:
+    """(B, P) each, for the low and the high end of every panel: a support boundary
+    lies within T.NEAR_ROOT panel widths outside that end.
 
     The root is placed by the secant through u at the end and at the first node
     inside: u decreasing outwards and u_end < T.NEAR_ROOT * width * |secant slope|.
@@ -496,43 +498,57 @@ def _near_root(points: Array, u_points: Array) -> Array:
         step = xp.abs(points[:, inner] - points[:, end])  # (P,)
         rise = u_in - u_end  # > 0: u falls towards the outside
         flags.append((rise > 0) & (u_end * step < T.NEAR_ROOT * width * rise))
-    return flags[0] | flags[1]
+    return flags[0], flags[1]
 
 
 def _graded_pieces(
-    g: Array, inducing: Array, setup: Setup, lo: Array, hi: Array, graded: Array
+    g: Array,
+    inducing: Array,
+    setup: Setup,
+    lo: Array,
+    hi: Array,
+    graded: Array,
+    near: tuple[Array, Array],
 ) -> list[Piece]:
     """Nodes and log masses of full panels next to a root outside them.
 
-    Each half is cut into T.GRADE_LEVELS + 1 pieces shrinking geometrically towards
-    its outer end (Gauss-Legendre, n nodes each). In blocks of panels so that the
-    (pieces x nodes x M) intermediates stay within T.KERNEL_CHUNK.
+    The half of such a panel at an end with a root near it (``near``: low and high
+    end) is cut into T.GRADE_LEVELS + 1 pieces shrinking geometrically towards that
+    end; the other half, at least half a panel from the root, is one piece
+    (Gauss-Legendre, n nodes each). In blocks of halves so that the (pieces x nodes x
+    M) intermediates stay within T.KERNEL_CHUNK.
     """
     xp = _xs.namespace(g)
     n = setup.nodes
-    rows, panels = xp.nonzero(graded)
     device = getattr(g, "device", None)
-    levels = xp.asarray(
-        [T.GRADE_RATIO**-k for k in range(T.GRADE_LEVELS + 1)] + [0.0], dtype=g.dtype, device=device
-    )  # distances from the end, in half widths
+    fine = [T.GRADE_RATIO**-k for k in range(T.GRADE_LEVELS + 1)] + [0.0]
     x, w = _legendre(n, g)
-    per_pair = 2 * (T.GRADE_LEVELS + 1) * n
-    block = max(1, T.KERNEL_CHUNK // (per_pair * (inducing.shape[0] + setup.value_count + 4)))
     out = []
-    for start in range(0, rows.shape[0], block):
-        r, pnl = rows[start : start + block], panels[start : start + block]
-        half = ((hi[pnl] - lo[pnl]) / 2)[:, None]  # (R, 1)
-        ends = []  # (a, b) of each piece: left half towards lo, right half towards hi
-        for edge, sign in ((lo[pnl][:, None], 1.0), (hi[pnl][:, None], -1.0)):
-            near, far = edge + sign * half * levels[1:], edge + sign * half * levels[:-1]
-            ends.append((xp.minimum(near, far), xp.maximum(near, far)))
-        a = xp.concat([e[0] for e in ends], axis=-1)  # (R, pieces)
-        b = xp.concat([e[1] for e in ends], axis=-1)
-        piece = ((b - a) / 2)[..., None]
-        t = xp.reshape(a[..., None] + piece * (x + 1), (r.shape[0], -1))  # (R, pieces n)
-        weights = xp.reshape(piece * w, (r.shape[0], -1))
-        log_e = _deformed.log_exp_beta(_f_tilde(g[r], t, inducing, setup), 2 - setup.alpha)
-        out.append(Piece(log_e + setup.base.log_density(t) + xp.log(weights), t, r))
+    for end, sign, at_root in ((lo, 1.0, near[0]), (hi, -1.0, near[1])):
+        for steps in (fine, [1.0, 0.0]):  # distances from the end, in half widths
+            mask = graded & (at_root if len(steps) > 2 else ~at_root)
+            rows, panels = xp.nonzero(mask)
+            if rows.shape[0] == 0:
+                continue
+            levels = xp.asarray(steps, dtype=g.dtype, device=device)
+            per_half = (len(steps) - 1) * n
+            block = max(
+                1, T.KERNEL_CHUNK // (per_half * (inducing.shape[0] + setup.value_count + 4))
+            )
+            for start in range(0, rows.shape[0], block):
+                r, pnl = rows[start : start + block], panels[start : start + block]
+                half = ((hi[pnl] - lo[pnl]) / 2)[:, None]  # (R, 1)
+                edge = end[pnl][:, None]
+                near_end, far_end = (
+                    edge + sign * half * levels[1:],
+                    edge + sign * half * levels[:-1],
+                )
+                a, b = xp.minimum(near_end, far_end), xp.maximum(near_end, far_end)  # (R, pieces)
+                piece = ((b - a) / 2)[..., None]
+                t = xp.reshape(a[..., None] + piece * (x + 1), (r.shape[0], -1))  # (R, pieces n)
+                weights = xp.reshape(piece * w, (r.shape[0], -1))
+                log_e = _deformed.log_exp_beta(_f_tilde(g[r], t, inducing, setup), 2 - setup.alpha)
+                out.append(Piece(log_e + setup.base.log_density(t) + xp.log(weights), t, r))
     return out
 
 
