@@ -455,9 +455,9 @@ def support_units(a: Array, delta: Array, s: Array) -> tuple[Array, Array, Array
     """(ep, em, r) = ((a - delta)/a, (a + delta)/a, s/a): an RBF of width s centred
     delta = mu_j - loc from the centre of a support of half-width a, in support units.
 
-    a may be smaller than delta (one per row, shape (..., 1)): its reciprocal is formed
-    once and multiplied (a vector division costs about ten multiplications; this is
-    within 1.5 ulp of the quotients, the sums a -+ delta keep their exact form).
+    a may have fewer elements than delta (one per row, shape (..., 1)): its reciprocal
+    is formed once per row and multiplied, instead of three divisions per element
+    (within 1.5 ulp of the quotients; the sums a -+ delta keep their exact form).
     """
     inverse = 1 / a
     return (a - delta) * inverse, (a + delta) * inverse, s * inverse
