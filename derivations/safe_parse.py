@@ -136,20 +136,12 @@ def _depth(root: ast.AST) -> int:
     return deepest
 
 
-def _magnitude(value: sp.Expr) -> float:
-    """|value| as a float (inf when it does not fit, nan when it is not a real number)."""
+def _magnitude(value: sp.Expr, real: bool = True) -> float:
+    """|value| as a float: inf when it does not fit; nan when it is undefined, or not
+    real while ``real`` (a complex value's size is its modulus otherwise)."""
     number = sp.N(value, 15)
-    if not number.is_real:
+    if real and not number.is_real:
         return math.nan
-    try:
-        return abs(float(number))
-    except (OverflowError, TypeError):
-        return math.inf
-
-
-def _modulus(value: sp.Expr) -> float:
-    """|value| of a real or complex number (inf when it does not fit, nan if undefined)."""
-    number = sp.N(value, 15)
     try:
         return abs(complex(number))
     except (OverflowError, TypeError):
@@ -168,7 +160,7 @@ def _check_power(base: sp.Expr, exponent: sp.Expr, piece: str) -> None:
     if base.is_number and size > 0:
         # an intermediate base may be complex, e.g. sqrt(-1) in (sqrt(-1))**2 = -1:
         # its size is its modulus
-        scale = _modulus(base)
+        scale = _magnitude(base, real=False)
         if scale > 0 and math.isfinite(scale):
             digits = size * abs(math.log10(scale))
         else:

@@ -110,6 +110,7 @@ def constant_float(value: object) -> object:
     compiles once (float() and guard_float do not trace to a constant in torch 2.13).
     Outside torch.compile, and for tensors, the value is returned as it is.
     """
-    if torch.compiler.is_compiling() and isinstance(value, (int, float)):
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if torch.compiler.is_compiling() and number:
         return value.__float__()
     return value

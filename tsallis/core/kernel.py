@@ -525,8 +525,8 @@ def _graded_pieces(
     x, w = _legendre(n, g)
     out = []
     for end, sign, at_root in ((lo, 1.0, near[0]), (hi, -1.0, near[1])):
-        for steps in (fine, [1.0, 0.0]):  # distances from the end, in half widths
-            mask = graded & (at_root if len(steps) > 2 else ~at_root)
+        # distances of the piece ends from the panel end, in half widths
+        for steps, mask in ((fine, graded & at_root), ([1.0, 0.0], graded & ~at_root)):
             rows, panels = xp.nonzero(mask)
             if rows.shape[0] == 0:
                 continue
