@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import tsallis
@@ -441,6 +441,8 @@ def test_torch_kernel_attention(batch, m, scale, alpha, kernel, bandwidth):
     st.booleans(),
     st.lists(reals, max_size=3),
 )
+# sigma beyond sqrt(max): the radius in sigma units overflowed and log_prob(loc) was NaN
+@example(4.0, [1e300], 1e300, torch.float64, False, [1e300])
 def test_torch_beta_gaussian(alpha, locs, sigma, dtype, multivariate, values):
     from torch_bridge import BetaGaussian
 

@@ -46,6 +46,22 @@ class _Finite(constraints.Constraint):
         return f"{kind}{' (vector)' if self.event_dim else ''}"
 
 
+class _Sigma(constraints.Constraint):
+    """A 1D scale sigma with sigma^2 a normal number of the dtype log_prob works in.
+
+    Outside [sqrt(tiny), sqrt(max)] the radius in sigma units, a power of sigma, and the
+    squared distance under- or overflow together and log_prob would be NaN (0 * inf).
+    (N-D: the Cholesky factorization of Sigma refuses such scales.)
+    """
+
+    def check(self, value: torch.Tensor) -> torch.Tensor:
+        info = torch.finfo(torch.promote_types(value.dtype, torch.float32))
+        return (value >= math.sqrt(info.tiny)) & (value <= math.sqrt(info.max))
+
+    def __repr__(self) -> str:
+        return "in [sqrt(tiny), sqrt(max)] of its dtype (float32 for half precision)"
+
+
 class _SymmetricPositiveDefinite(constraints.Constraint):
     """Finite, symmetric to 1e-6 relative to the largest entry, and positive definite.
 
@@ -69,8 +85,9 @@ class _SymmetricPositiveDefinite(constraints.Constraint):
 
 
 _ALPHA = _Finite(lower=1.0)
-_FINITE, _FINITE_VECTOR, _FINITE_POSITIVE = _Finite(), _Finite(1), _Finite(lower=0.0)
+_FINITE, _FINITE_VECTOR = _Finite(), _Finite(1)
 _SPD = _SymmetricPositiveDefinite()
+_SIGMA = _Sigma()
 
 
 def _tensor(name: str, value: object) -> torch.Tensor:
@@ -174,7 +191,8 @@ class BetaGaussian(Distribution):
     Raises:
         TypeError: a parameter is not a real tensor or number.
         ValueError: shapes that do not broadcast; with validation, alpha <= 1,
-            a non-finite loc, scale <= 0, or a Sigma that is not symmetric
+            a non-finite loc, a 1D scale outside [sqrt(tiny), sqrt(max)] of its dtype
+            (so sigma <= 0, NaN and inf too), or a Sigma that is not symmetric
             positive definite.
 
     Example:
@@ -189,7 +207,7 @@ class BetaGaussian(Distribution):
     def arg_constraints(self) -> dict[str, constraints.Constraint]:  # type: ignore[override]
         if getattr(self, "multivariate", False):
             return {"alpha": _ALPHA, "loc": _FINITE_VECTOR, "scale": _SPD}
-        return {"alpha": _ALPHA, "loc": _FINITE, "scale": _FINITE_POSITIVE}
+        return {"alpha": _ALPHA, "loc": _FINITE, "scale": _SIGMA}
 
     def __init__(
         self,
