@@ -34,7 +34,7 @@ import sympy.stats
 from derivations import symbols as S
 from derivations.beta_gaussian import derive_beta_gaussian
 from derivations.lemmas import euler_beta, truncated_normal_moment
-from derivations.primitives import NormalMass
+from derivations.primitives import NormalMass, flushable_edges, with_edge_densities
 from derivations.result import Kernel, KernelSet
 
 SOURCE = "derivations/attention.py"
@@ -280,8 +280,19 @@ def derive_attention() -> KernelSet:
             "phi(x / r) / r: the RBF (a centred normal density of standard deviation r).",
         )
     )
-    # One module for NumPy and Torch (the array-namespace printer).
-    kernels = [dataclasses.replace(kernel, backends=("xp",)) for kernel in kernels]
+    # One module for NumPy and Torch (the array-namespace printer). Each normal mass also
+    # gets the edge densities' exponentials, which the expression holds already.
+    # The float32 closed form (window_moments_k*) may flush far-tail edge densities.
+    kernels = [
+        dataclasses.replace(kernel, expr=with_edge_densities(kernel.expr), backends=("xp",))
+        for kernel in kernels
+    ]
+    kernels = [
+        dataclasses.replace(kernel, expr=flushable_edges(kernel.expr))
+        if kernel.name.startswith("window_moments_k")
+        else kernel
+        for kernel in kernels
+    ]
     return KernelSet(
         name="attention",
         title="Continuous attention with Gaussian RBFs",

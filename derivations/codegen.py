@@ -103,13 +103,18 @@ def render_module(
         module, shared_names = shared
         imports += f"\nfrom {module} import {', '.join(shared_names)}\n"
         names = shared_names + names
+    functions = ["\n" + render_function(k, printer) for k in selected]
+    body = "".join(functions)
+    for prefix, line in printer.backend.optional_imports.items():
+        if prefix in body:
+            imports += line + "\n"
     parts = [
         HEADER.format(source=source, function=function),
         f'"""{title} ({backend}). Generated closed forms; see derivations/FORMULAS.md."""\n',
         imports,
         "__all__ = [" + ", ".join(f'"{name}"' for name in names) + "]\n",
+        *functions,
     ]
-    parts.extend("\n" + render_function(k, printer) for k in selected)
     return "\n".join(parts)
 
 

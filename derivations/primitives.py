@@ -13,11 +13,13 @@ __all__ = [
     "NormalMass",
     "PositivePart",
     "betaincinv",
+    "edge_exp",
     "expm1",
     "exprel",
     "log1p",
     "log1prel",
     "softplus",
+    "with_edge_densities",
 ]
 
 
@@ -114,16 +116,21 @@ class NormalMass(sp.Function):
     """Phi(hi) - Phi(lo), the standard normal mass of [lo, hi].
 
     Printed as a difference of upper tails when lo > 0, so that neither
-    tail is lost to 1 - Phi rounding.
+    tail is lost to 1 - Phi rounding. Two more arguments, exp(-lo^2/2) and
+    exp(-hi^2/2) (see ``with_edge_densities``), let the printed call share the
+    exponentials an expression already holds: each tail is then that exponential
+    times erfcx (tsallis.core.arrays.normal_mass).
     """
 
-    nargs = 2
+    nargs = (2, 4)
 
-    def _eval_rewrite_as_erf(self, lo: sp.Expr, hi: sp.Expr, **kwargs: object) -> sp.Expr:
+    def _eval_rewrite_as_erf(
+        self, lo: sp.Expr, hi: sp.Expr, *_: sp.Expr, **kwargs: object
+    ) -> sp.Expr:
         return (sp.erf(hi / sp.sqrt(2)) - sp.erf(lo / sp.sqrt(2))) / 2
 
     def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
-        lo, hi = (printer._print(a) for a in self.args)
+        lo, hi = (printer._print(a) for a in self.args[:2])
         text = rf"\left[\Phi\right]_{{{lo}}}^{{{hi}}}"
         return text if exp is None else rf"\left({text}\right)^{{{exp}}}"
 
@@ -193,3 +200,42 @@ def combine_loggamma_ratios(expr: sp.Expr) -> sp.Expr:
             if new is not None:
                 mapping[node] = new
     return expr.xreplace(mapping) if mapping else expr
+
+
+class edge_exp(sp.Function):  # noqa: N801
+    """exp(x) for an edge density exp(-z^2/2) of a window closed form.
+
+    A float32 evaluation under torch.compile may flush it to 0 far in the tail
+    (tsallis.core.arrays.edge_exp); it is exp(x) everywhere else, and in every check.
+    """
+
+    nargs = 1
+
+    def _eval_rewrite_as_exp(self, x: sp.Expr, **kwargs: object) -> sp.Expr:
+        return sp.exp(x)
+
+    def _eval_evalf(self, prec: int) -> sp.Expr:
+        return sp.exp(self.args[0])._eval_evalf(prec)
+
+    def _latex(self, printer: sp.printing.latex.LatexPrinter, exp: str | None = None) -> str:
+        return printer._print(sp.exp(self.args[0]) if exp is None else sp.exp(self.args[0]) ** exp)
+
+
+def flushable_edges(expr: sp.Expr) -> sp.Expr:
+    """expr with its edge densities exp(-z^2/2) (inside NormalMass too) as edge_exp."""
+    edges = {e for mass in expr.atoms(NormalMass) for e in mass.args[2:] if isinstance(e, sp.exp)}
+    return expr.xreplace({e: edge_exp(e.args[0]) for e in edges})
+
+
+def with_edge_densities(expr: sp.Expr) -> sp.Expr:
+    """expr with each NormalMass(lo, hi) also given exp(-lo^2/2) and exp(-hi^2/2), where
+    expr holds both exponentials already (elsewhere they would be extra work)."""
+    held = expr.atoms(sp.exp)
+
+    def shares(e: sp.Basic) -> bool:
+        edges = {sp.exp(-(a**2) / 2) for a in e.args}
+        return isinstance(e, NormalMass) and len(e.args) == 2 and edges <= held
+
+    return expr.replace(
+        shares, lambda e: NormalMass(*e.args, *(sp.exp(-(a**2) / 2) for a in e.args))
+    )

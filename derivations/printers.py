@@ -22,6 +22,7 @@ from derivations.primitives import (
     NormalMass,
     PositivePart,
     betaincinv,
+    edge_exp,
     expm1,
     exprel,
     log1p,
@@ -71,6 +72,20 @@ class Backend:
     arg_prologue: str | None = None  # "{targets} = f({args})" run on entry
     inf: str = "math.inf"
     sqrt: str = "torch.sqrt"
+    # name prefix -> import line, added to a module whose code uses that name
+    optional_imports: Mapping[str, str] = field(default_factory=dict)
+
+
+def _normal_mass(name: str, erfcx: str | None) -> Rule:
+    """NormalMass(lo, hi[, at_lo, at_hi]): the edge densities (and the erfcx that turns
+    them into tails) are passed where the backend uses them, else dropped."""
+
+    def rule(printer: BackendPrinter, expr: sp.Basic) -> str:
+        args = expr.args if erfcx else expr.args[:2]
+        extra = [erfcx] if erfcx and len(args) == 4 else []
+        return f"{name}({', '.join([*(printer.print(a) for a in args), *extra])})"
+
+    return rule
 
 
 def _log(name: str, lgamma: str) -> Rule:
@@ -200,7 +215,8 @@ NUMPY = Backend(
         sp.Max: _max_min("np.maximum", None),
         sp.Min: _max_min("np.minimum", None),
         PositivePart: lambda p, e: f"np.maximum({p.print(e.args[0])}, 0.0)",
-        NormalMass: _call("_special.normal_mass"),
+        NormalMass: _normal_mass("_special.normal_mass", None),
+        edge_exp: _call("np.exp"),
         LogGammaRatio: _call("_special.lgamma_ratio"),
         **{f: _call("np." + _NUMPY_NAMES.get(f, f.__name__)) for f in _ELEMENTARY},
         Sanitized: _sanitized("np.where"),
@@ -232,7 +248,8 @@ TORCH = Backend(
         sp.Max: _max_min("torch.maximum", "min"),
         sp.Min: _max_min("torch.minimum", "max"),
         PositivePart: lambda p, e: f"torch.clamp({p.print(e.args[0])}, min=0.0)",
-        NormalMass: _call("_special.normal_mass"),
+        NormalMass: _normal_mass("_special.normal_mass", None),
+        edge_exp: _call("torch.exp"),
         LogGammaRatio: _call("_special.lgamma_ratio"),
         **{f: _call("torch." + f.__name__) for f in _ELEMENTARY},
         Sanitized: _sanitized("torch.where"),
@@ -265,12 +282,14 @@ ARRAY_API = Backend(
         sp.Max: _max_min("xp.maximum", None),
         sp.Min: _max_min("xp.minimum", None),
         PositivePart: lambda p, e: f"xp.clip({p.print(e.args[0])}, min=0.0)",
-        NormalMass: _call("_xs.normal_mass"),
+        NormalMass: _normal_mass("_xs.normal_mass", "_fits.erfcx_of_t"),
+        edge_exp: _call("_xs.edge_exp"),
         LogGammaRatio: _call("_xs.lgamma_ratio"),
         **{f: _call("xp." + f.__name__) for f in _ELEMENTARY},
         Sanitized: _sanitized("xp.where"),
         Fallback: _fallback("xp.where"),
     },
+    optional_imports={"_fits.": "from tsallis.core._generated import special_functions as _fits"},
 )
 
 BACKENDS: dict[str, Backend] = {"numpy": NUMPY, "torch": TORCH, "xp": ARRAY_API}

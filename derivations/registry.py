@@ -17,6 +17,7 @@ from derivations.discrete import derive_discrete
 from derivations.formulas import README, render_formula_sheet, render_readme_table, splice_readme
 from derivations.location_scale import BUILTIN_G, derive_location_scale
 from derivations.result import FamilyDerivation, KernelSet
+from derivations.special_functions import derive_special_functions
 from derivations.triangular import derive_triangular
 from derivations.truncated_parabola import derive_truncated_parabola
 from derivations.truncated_paraboloid import derive_truncated_paraboloid
@@ -65,6 +66,12 @@ TARGETS: tuple[Target, ...] = (
         "derivations/beta_gaussian.py",
         "derive_beta_gaussian",
         derive_beta_gaussian,
+    ),
+    Target(
+        "special_functions",
+        "derivations/special_functions.py",
+        "derive_special_functions",
+        derive_special_functions,
     ),
     Target("attention", "derivations/attention.py", "derive_attention", derive_attention),
     Target("discrete", "derivations/discrete.py", "derive_discrete", derive_discrete),

@@ -139,10 +139,9 @@ def test_compile_first_float32_takes_both_branches():
     for sigma, closed in ((0.1, True), (1e-3, False)):
         scale = torch.full((6,), sigma)
         # The predicate torch.cond reads: each sigma must take the branch named.
-        a = window.half_width(2.0, scale.double())[:, None]
-        ep, em, r = window.support_units(a, basis.mu.double() - loc.double()[:, None], a)
-        r = basis.sigma / a.float()
-        assert bool(window.float32_closed_suffices(1, ep.float(), em.float(), r)) is closed
+        a = window.half_width(2.0, scale.double())
+        mu, s = basis.mu.double(), basis.sigma.double()
+        assert bool(window.float32_closed_suffices(1, a, loc.double(), mu, s)) is closed
         results = []
         for op in (compiled, f):
             x, y = loc.clone().requires_grad_(), scale.clone().requires_grad_()
@@ -285,3 +284,148 @@ def test_expm1_stays_exact_under_torch_compile():
     edges = torch.tensor([float("nan"), float("inf"), float("-inf"), -1e3], dtype=torch.float64)
     got = compiled(edges)
     assert torch.isnan(got[0]) and got[1] == float("inf") and got[2] == -1 and got[3] == -1
+
+
+def test_erfcx_polynomial_against_mpmath():
+    """The generated erfcx (derivations/special_functions.py) in float64: within its
+    stated 2e-9 of mpmath's exp(y^2) erfc(y) at 30 digits over y in [0, 1e6], and 0 at
+    y = inf (t = 0)."""
+    import mpmath as mp
+
+    from tsallis.core._generated import special_functions
+
+    y = np.concatenate([[0.0], np.logspace(-6, 6, 400)])
+    got = special_functions.erfcx_of_t(3 / (3 + y))
+    with mp.workdps(30):
+        truth = np.array([float(mp.erfc(mp.mpf(v)) * mp.exp(mp.mpf(v) ** 2)) for v in y])
+    assert np.max(np.abs(got / truth - 1)) <= 2e-9
+    assert special_functions.erfcx_of_t(np.array([0.0]))[0] == 0.0
+
+
+def test_float32_normal_mass_from_edge_densities_under_torch_compile():
+    """Compiled, float32 normal_mass given exp(-lo^2/2) and exp(-hi^2/2) forms each tail
+    as that exponential times erfcx. Against mpmath, with the exponentials rounded
+    once: within 2 float32 eps of the two terms it subtracts (each tail carries about
+    1.5 ulp: the exponential's rounding, erfcx's and the product's), over both tails,
+    intervals across 0 and infinite ends (plus 4 subnormal steps where the mass is below
+    float32's normal range); NaN stays NaN."""
+    import mpmath as mp
+
+    from tsallis.core._generated import special_functions
+
+    torch._dynamo.reset()
+
+    def mass(lo, hi):
+        at_lo, at_hi = ((-(v.double() ** 2) / 2).exp().float() for v in (lo, hi))
+        return _xs.normal_mass(lo, hi, at_lo, at_hi, special_functions.erfcx_of_t)
+
+    compiled = torch.compile(mass, fullgraph=True)
+    rng = np.random.default_rng(3)
+    lo = rng.uniform(-14, 14, 3000)
+    hi = lo + 10.0 ** rng.uniform(-4, 1.5, 3000)
+    lo = np.concatenate([lo, [-np.inf, -np.inf, 0.0, 2.0]])
+    hi = np.concatenate([hi, [np.inf, 0.0, np.inf, 2.001]])
+    lo32, hi32 = (torch.tensor(v, dtype=torch.float32) for v in (lo, hi))
+    got = compiled(lo32, hi32).double().numpy()
+    eps = float(np.finfo(np.float32).eps)
+    tiny = float(np.finfo(np.float32).smallest_subnormal)
+    with mp.workdps(30):
+        for g, a, b in zip(got, lo32.tolist(), hi32.tolist(), strict=True):
+            upper = a > 0  # the two terms the code subtracts
+            first, second = (mp.ncdf(-a), mp.ncdf(-b)) if upper else (mp.ncdf(b), mp.ncdf(a))
+            bar = 2 * eps * float(first + second) + 4 * tiny  # subnormal results: absolute
+            assert abs(g - float(first - second)) <= bar, (a, b, g)
+    nan = torch.tensor([float("nan")])
+    assert torch.isnan(compiled(nan, nan)).all()
+
+
+def _compiled_float32_errors(alpha: float, sigma2: float) -> tuple[float, float]:
+    """(rho, gradient) errors of compiled float32 attention on rows that take the float32
+    closed form, against the float64 op: row-relative rho, and the loc and scale
+    gradients of two random weightings relative to their largest."""
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    k = tuning.closed_k(alpha)
+    sigma = float(np.float32(np.sqrt(sigma2)))
+    a = float(window.half_width(alpha, np.array(sigma)))
+    gen = torch.Generator().manual_seed(1)
+    mu = torch.linspace(-2 * a, 2 * a, 48, dtype=torch.float64).float()
+    s = (a * tuning.FLOAT32_CLOSED_MAX_R[k] * torch.rand(48, generator=gen)).clamp(min=1e-4 * a)
+    loc = ((torch.rand(256, generator=gen, dtype=torch.float64) - 0.5) * 2 * a).float()
+    scale = torch.full((256,), sigma)
+    weights = torch.randn(2, 256, 48, generator=gen, dtype=torch.float64)
+    assert bool(
+        window.float32_closed_suffices(
+            k, window.half_width(alpha, scale.double()), loc.double(), mu.double(), s.double()
+        )
+    )
+    results = []
+    for dtype in (torch.float32, torch.float64):
+        basis = GaussianRBF(mu.to(dtype), s.to(dtype))
+
+        def f(m, sc, basis=basis):
+            return continuous_attention(m, sc, basis, alpha, validate=False)
+
+        op = torch.compile(f, fullgraph=True) if dtype == torch.float32 else f
+        x, y = loc.to(dtype).requires_grad_(), scale.to(dtype).requires_grad_()
+        out = op(x, y)
+        grads = [
+            g.double()
+            for w in weights
+            for g in torch.autograd.grad((out * w.to(dtype)).sum(), (x, y), retain_graph=True)
+        ]
+        results.append((out.detach().double(), grads))
+    (out32, grads32), (out64, grads64) = results
+    rho = float(((out32 - out64).abs().amax(-1) / out64.abs().amax(-1)).max())
+    grad = max(
+        float((g - t).abs().max() / t.abs().max()) for g, t in zip(grads32, grads64, strict=True)
+    )
+    return rho, grad
+
+
+@pytest.mark.parametrize(
+    "alpha",
+    [
+        2.0,
+        pytest.param(1.5, marks=pytest.mark.slow),
+        pytest.param(4 / 3, marks=pytest.mark.slow),
+        pytest.param(1.25, marks=pytest.mark.slow),
+    ],
+)
+def test_compiled_float32_closed_form_within_float32_bars(alpha):
+    """Compiled, the float32 closed form takes its normal masses from erfcx and the edge
+    exponentials (not SLEEF's erfc, as in eager mode): rho within 1e-6 and gradients
+    within 1e-5 (the float32 bars) of the float64 op, sigma^2 from 1e-8 to 1e2, RBFs up
+    to FLOAT32_CLOSED_MAX_R half-widths wide and centres up to a half-width outside.
+    (Measured: rho <= 6.4e-7 and gradients <= 2.2e-6, as in eager mode.)"""
+    torch._dynamo.reset()
+    for sigma2 in (1e-8, 1e-4, 1.0, 1e2):
+        rho, grad = _compiled_float32_errors(alpha, sigma2)
+        assert rho <= 1e-6 and grad <= 1e-5, (sigma2, rho, grad)
+
+
+def test_edge_exp_flushes_only_the_far_tail_of_compiled_float32():
+    """edge_exp is exp everywhere except compiled float32 below -FLOAT32_EDGE_FLUSH, where
+    it is 0 (NaN kept); float64 and eager float32 are torch.exp bit for bit."""
+    torch._dynamo.reset()
+    x = torch.tensor([0.0, -1.0, -63.9, -64.0, -64.1, -90.0, -1e30, float("nan")])
+    compiled = torch.compile(_xs.edge_exp, fullgraph=True)
+    got = compiled(x)
+    assert torch.equal(got[:4], torch.exp(x[:4]))
+    assert torch.equal(got[4:7], torch.zeros(3)) and torch.isnan(got[7])
+    assert torch.equal(_xs.edge_exp(x)[:7], torch.exp(x[:7]))  # eager: no flush
+    x64 = x.double()
+    assert torch.equal(compiled(x64)[:7], torch.exp(x64[:7]))
+
+
+def test_float32_closed_form_needs_a_bounded_width_spread():
+    """Flushing far-tail edge densities is invisible only while (max s / min s)^k <= 1e16
+    (tuning.FLOAT32_EDGE_FLUSH): a wider basis takes the float64 path."""
+    a, loc = torch.tensor([0.5], dtype=torch.float64), torch.tensor([0.0], dtype=torch.float64)
+    mu = torch.tensor([0.0, 0.1], dtype=torch.float64)
+    for k in (1, 2, 3, 4):
+        ratio = tuning.FLOAT32_WIDTH_RATIO[k]
+        narrowest = 0.05 / ratio
+        for factor, expected in ((0.99, True), (1.01, False)):
+            s = torch.tensor([0.05, narrowest / factor], dtype=torch.float64)
+            assert bool(window.float32_closed_suffices(k, a, loc, mu, s)) is expected, (k, factor)

@@ -186,26 +186,31 @@ def _forward_moments(
     # would move by eps * a, i.e. eps / r RBF widths (1e-5 relative at r = 0.01).
     loc64, scale64, mu64 = (t.double() for t in (loc, scale, mu))
     a64 = window.half_width(alpha, scale64)[..., None]
-    delta = mu64 - loc64[..., None]
-    ep, em, r = (v.float() for v in window.support_units(a64, delta, s))
-    a = a64.float()
-    suffices = window.float32_closed_suffices(k, ep, em, r)
 
-    def closed(ep: torch.Tensor, em: torch.Tensor, r: torch.Tensor, a: torch.Tensor) -> tuple:
-        return window.attention_moments(alpha, a, window.closed_moments(k, ep, em, r))
+    def units(loc64: torch.Tensor, a64: torch.Tensor, mu64: torch.Tensor) -> tuple:
+        delta = mu64 - loc64[..., None]
+        return tuple(v.float() for v in window.support_units(a64, delta, s))
 
+    def closed(loc64: torch.Tensor, a64: torch.Tensor, mu64: torch.Tensor) -> tuple:
+        g = window.closed_moments(k, *units(loc64, a64, mu64))
+        return window.attention_moments(alpha, a64.float(), g)
+
+    suffices = window.float32_closed_suffices(k, a64[..., 0], loc64, mu64, s)
     if compiling:
-
+        # The closed-form branch forms the support units itself, so that they fuse into
+        # its one kernel (no B x N arrays written and read back); the half-width is an
+        # operand, formed once per row (fused into that kernel, its pow would be
+        # recomputed for every vector of a row).
         def fast(*ops: torch.Tensor) -> tuple:
-            return closed(*ops[:4])
+            return closed(*ops[:3])
 
         def general(*ops: torch.Tensor) -> tuple:
-            return tuple(v.float() for v in _moments_1d(alpha, *ops[4:], accuracy))
+            return tuple(v.float() for v in _moments_1d(alpha, *ops[3:], accuracy))
 
-        operands = (ep, em, r, a, loc64, scale64, mu64, s.double())
+        operands = (loc64, a64, mu64, loc64, scale64, mu64, s.double())
         return device_branch(suffices, fast, general, operands), args
     if bool(suffices):
-        return closed(ep, em, r, a), args
+        return closed(loc64, a64, mu64), args
     args64 = [loc64, scale64, mu64, s.double()]
     return _moments_1d(alpha, *args64, accuracy), args64
 

@@ -601,18 +601,26 @@ def prepare_tables(alpha: float, like: Array) -> None:
             _cached(("shared", m, n), like, lambda n=n: _shared_tables(m, n))
 
 
-def float32_closed_suffices(k: int, ep: Array, em: Array, r: Array) -> Array:
+def float32_closed_suffices(k: int, a: Array, loc: Array, mu: Array, s: Array) -> Array:
     """Whether the float32 closed form gives every row to float32 precision (0-dim bool).
 
-    ep, em, r: (rows, N) float32 support units (formed from float64 edge distances).
-    True when every RBF is at most FLOAT32_CLOSED_MAX_R[k] wide and every row has a
-    centre at most FLOAT32_ANCHOR_OUT widths outside its support, so that the row's
-    largest moment is one the closed form gets to float32 precision (tsallis.core.tuning).
+    a, loc: shape (...,): each row's support half-width and centre (float64); mu, s:
+    shape (N,): the RBFs' centres and widths. True when every RBF is at most
+    FLOAT32_CLOSED_MAX_R[k] half-widths wide (s <= R a) and every row has a centre at
+    most FLOAT32_ANCHOR_OUT widths outside its support (|mu - loc| - ANCHOR_OUT s <= a),
+    so that the row's largest moment is one the closed form gets to float32 precision,
+    and the widths spread by at most FLOAT32_WIDTH_RATIO[k] (tsallis.core.tuning).
+    Written without 1/a per element: compiled, a row's half-width
+    is then formed once, not once per vector of the row.
     """
-    xp = _xs.namespace(r)
-    outside = -xp.minimum(ep, em) / r
-    anchored = xp.all(xp.any(outside <= T.FLOAT32_ANCHOR_OUT, axis=-1))
-    return xp.all(r <= T.FLOAT32_CLOSED_MAX_R[k]) & anchored
+    xp = _xs.namespace(a)
+    if mu.shape[0] == 0:  # no RBF: nothing anchors a row (the general path is exact)
+        return xp.asarray(False)
+    distance = xp.abs(mu - loc[..., None]) - T.FLOAT32_ANCHOR_OUT * s
+    anchored = xp.min(distance, axis=-1) <= a
+    narrow = xp.max(s) <= T.FLOAT32_CLOSED_MAX_R[k] * a
+    spread = xp.max(s) <= T.FLOAT32_WIDTH_RATIO[k] * xp.min(s)  # see FLOAT32_EDGE_FLUSH
+    return xp.all(anchored & narrow) & spread
 
 
 State = tuple[Array, Array, Array, Array]  # rho, m1, m2c, done
