@@ -245,7 +245,7 @@ def main() -> None:
                 "F": floor(dev),
                 "T": transcendental_floor(dev),
             },
-            max(3, repeat // 2),
+            max(15, repeat // 2),  # ~2 ms a round: enough rounds for a steady median
         )
         print(
             f"{'alpha = 2, compiled fullgraph':<40} {t['c'] * 1e3:9.2f} {t['c'] / t['F']:8.1f}"
