@@ -161,9 +161,9 @@ def _forward_moments(
 
     float32 input stays float32 when alpha = 1 (the Gaussian closed form holds in
     float32 for every input) or when alpha has a window closed form and
-    window.float32_closed_suffices (every RBF narrow enough and every row with a
-    centre near its support). Everything else is computed in float64: the
-    regimes of the core. The float32 decision is a host read
+    window.float32_closed_suffices (every RBF narrow enough, every row with a
+    centre near its support, and a bounded spread of widths). Everything else is
+    computed in float64: the regimes of the core. The float32 decision is a host read
     in eager mode on CPU and float64 on other devices in eager mode (no host
     read). Under torch.compile it is torch.cond, whose branches must agree in
     dtype: the general branch's float64 moments are rounded to float32 and the

@@ -55,7 +55,8 @@ class _Sigma(constraints.Constraint):
     """
 
     def check(self, value: torch.Tensor) -> torch.Tensor:
-        info = torch.finfo(torch.promote_types(value.dtype, torch.float32))
+        work = torch.promote_types(value.dtype, torch.float32)
+        info, value = torch.finfo(work), value.to(work)  # float16 would round the bounds
         return (value >= math.sqrt(info.tiny)) & (value <= math.sqrt(info.max))
 
     def __repr__(self) -> str:
