@@ -172,3 +172,19 @@ def test_alpha_close_to_one_with_support_edges(alpha):
     _, truth = _truth(family, rbf, dps=20)
     got = family.expect_rbf([0.3], [0.1])[0]
     assert abs(got - float(truth[0])) <= 1e-12 * abs(float(truth[0]))
+
+
+def test_grading_stops_below_the_root_and_never_passes_its_cap():
+    """A half panel is graded GRADE_MARGIN levels past the root's (estimated) distance d
+    in half-widths: the innermost piece is at most d / GRADE_RATIO^GRADE_MARGIN long, so
+    16 nodes see the root from 64 of its widths; the depth never exceeds GRADE_LEVELS
+    (1e-16 of the half: a piece that short holds no visible mass)."""
+    from tsallis.core import kernel as core
+    from tsallis.core import tuning as T
+
+    for d in (1.0, 0.3, 1e-3, 1e-9, 1e-15):
+        levels = core.grade_levels(d)
+        innermost = T.GRADE_RATIO**-levels
+        assert innermost <= d / T.GRADE_RATIO**T.GRADE_MARGIN or innermost < 1e-16
+        assert core.grade_levels(d / T.GRADE_RATIO) in (levels + 1, T.GRADE_LEVELS)
+    assert core.grade_levels(1e-300) == core.grade_levels(0.0) == T.GRADE_LEVELS

@@ -58,7 +58,7 @@ def kernel_attention(
     (shared by the batch); ``kernel`` "gaussian" or "laplace" with
     ``bandwidth``; ``base`` the law Q on [a, b] (tsallis.kernels.UniformBase
     or GaussianBase; default uniform on [0, 1]); ``nodes`` Gauss-Legendre nodes
-    per panel (None: 16 for alpha <= 2, 32 above). alpha = 1 is kernel softmax,
+    per panel (None: 16). alpha = 1 is kernel softmax,
     alpha = 2 kernel sparsemax, any alpha > 1 kernel entmax. Gradients reach
     gamma, the inducing points and the basis; float32 and float64 (computed
     in float64). Building the panels reads the inducing points, the basis

@@ -54,7 +54,7 @@ class KernelFamily:
     Parameters: ``gamma`` (M,) kernel weights at the ``inducing`` points (M,);
     ``alpha``; ``kernel`` "gaussian" or "laplace" with ``bandwidth``; ``base`` the
     law Q (UniformBase or GaussianBase); ``nodes`` Gauss-Legendre nodes per panel
-    (None: 16 for alpha <= 2, 32 above, as in torch_bridge.kernel_attention).
+    (None: 16, as in torch_bridge.kernel_attention).
     ``support_edges`` are the roots of 1 + (alpha-1) f~ in [a, b] and ``support``
     the intervals where it is positive.
 

@@ -178,11 +178,15 @@ KERNEL_KEEP = 1 << 25
 # A full panel whose end lies within NEAR_ROOT panel widths of a support boundary
 # just outside it (secant estimate through the end and the first node) holds a
 # nearly singular [u]_+^power, power not an integer: each half of it is graded
-# towards its end in GRADE_LEVELS pieces shrinking by GRADE_RATIO (down to 1e-16
-# of its length), so that every piece lies at least 1/7 of its width from the root.
+# towards its end in pieces shrinking by GRADE_RATIO, so that every piece lies at
+# least 1/3 of its width from the root (16 Gauss-Legendre nodes then leave 5e-16):
+# GRADE_MARGIN levels past the root's distance (its secant estimate; a piece nearer
+# the end than the root is, by 4^3 or more, sees it at 64 or more of its widths), at
+# most GRADE_LEVELS (down to 1e-16 of the half).
 NEAR_ROOT = 1.0
-GRADE_RATIO = 8.0
-GRADE_LEVELS = 18
+GRADE_RATIO = 4.0
+GRADE_LEVELS = 27
+GRADE_MARGIN = 3
 # Mahalanobis distances with at most SMALL_SOLVE unknowns run as forward substitution
 # in elementwise ops (same arithmetic as LAPACK's trsv). Torch's batched LAPACK call
 # costs about 85 us for 1024 systems of 3 and broadcasts one factor against 100,000
