@@ -18,6 +18,7 @@ __all__ = [
     "exprel",
     "log1p",
     "log1prel",
+    "log1prel_slope",
     "softplus",
     "with_edge_densities",
 ]
@@ -68,6 +69,22 @@ class log1prel(sp.Function):  # noqa: N801
 
     def _eval_rewrite_as_log(self, x: sp.Expr, **kwargs: object) -> sp.Expr:
         return sp.log(1 + x) / x
+
+    def fdiff(self, argindex: int = 1) -> sp.Expr:
+        return log1prel_slope(self.args[0])
+
+
+class log1prel_slope(sp.Function):  # noqa: N801
+    """d/dx log1prel(x) = (x / (1 + x) - log(1 + x)) / x^2, with value -1/2 at x = 0."""
+
+    nargs = 1
+
+    @classmethod
+    def eval(cls, x: sp.Expr) -> sp.Expr | None:
+        return sp.Rational(-1, 2) if x.is_zero else None
+
+    def _eval_rewrite_as_log(self, x: sp.Expr, **kwargs: object) -> sp.Expr:
+        return (x / (1 + x) - sp.log(1 + x)) / x**2
 
 
 class betaincinv(sp.Function):  # noqa: N801

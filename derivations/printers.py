@@ -27,6 +27,7 @@ from derivations.primitives import (
     exprel,
     log1p,
     log1prel,
+    log1prel_slope,
     softplus,
 )
 
@@ -277,6 +278,7 @@ ARRAY_API = Backend(
         log1p: _call("xp.log1p"),
         exprel: _call("_xs.exprel"),
         log1prel: _call("_xs.log1prel"),
+        log1prel_slope: _call("_xs.log1prel_slope"),
         softplus: _call("_xs.softplus"),
         sp.Heaviside: _heaviside("xp.where"),
         sp.Max: _max_min("xp.maximum", None),

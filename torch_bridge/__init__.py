@@ -13,7 +13,10 @@ Ops:
   (torch_bridge.kernel);
 - ``BetaGaussian``, a torch.distributions.Distribution (torch_bridge.distributions);
 - ev-softmax (seed 002): ``ev_softmax``, ``log_ev_softmax``,
-  ``ev_softmax_nll_loss``, ``EvSoftmax``, ``LogEvSoftmax`` (torch_bridge.discrete).
+  ``ev_softmax_nll_loss``, ``EvSoftmax``, ``LogEvSoftmax`` (torch_bridge.discrete);
+- sparsemax and alpha-entmax (seed 000 eq 3) with their Fenchel-Young losses:
+  ``sparsemax``, ``entmax``, ``sparsemax_loss``, ``entmax_loss``, ``Sparsemax``,
+  ``Entmax`` (torch_bridge.entmax).
 """
 
 from torch_bridge import _generated as closed_forms
@@ -32,21 +35,35 @@ from torch_bridge.discrete import (
     log_ev_softmax,
 )
 from torch_bridge.distributions import BetaGaussian
+from torch_bridge.entmax import (
+    Entmax,
+    Sparsemax,
+    entmax,
+    entmax_loss,
+    sparsemax,
+    sparsemax_loss,
+)
 from torch_bridge.kernel import KernelAttention, kernel_attention
 
 __all__ = [
     "BetaGaussian",
     "ContinuousAttention",
+    "Entmax",
     "EvSoftmax",
     "GaussianRBF",
     "KernelAttention",
     "LogEvSoftmax",
+    "Sparsemax",
     "closed_forms",
     "continuous_attention",
+    "entmax",
+    "entmax_loss",
     "ev_softmax",
     "ev_softmax_nll_loss",
     "kernel_attention",
     "loc_scale_from_natural",
     "log_ev_softmax",
     "ridge_value_function",
+    "sparsemax",
+    "sparsemax_loss",
 ]

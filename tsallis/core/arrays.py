@@ -37,6 +37,7 @@ __all__ = [
     "lgamma",
     "lgamma_ratio",
     "log1prel",
+    "log1prel_slope",
     "mahalanobis2",
     "namespace",
     "ndtr",
@@ -52,6 +53,10 @@ Array = Any  # a NumPy array or a Torch tensor
 _SERIES_CUTOFF = 1e-2
 _EXPREL_TERMS = [1 / math.factorial(n + 1) for n in range(8)]
 _LOG1PREL_TERMS = [(-1) ** n / (n + 1) for n in range(10)]
+# d/dx log1prel: its Taylor series term by term, used below |x| = 0.1, where the closed
+# form (x / (1 + x) - log1p(x)) / x^2 loses about 4 / |x| ulps to cancellation.
+_SLOPE_CUTOFF = 0.1
+_LOG1PREL_SLOPE_TERMS = [(-1) ** (m + 1) * (m + 1) / (m + 2) for m in range(17)]
 _SQRT_HALF = math.sqrt(0.5)
 
 # Stirling's series for log Gamma: (z - 1/2) log z - z + log(2 pi)/2 + S(z),
@@ -228,6 +233,21 @@ def log1prel(x: Array) -> Array:
     small = xp.abs(x) < _SERIES_CUTOFF
     safe = xp.where(small, xp.ones_like(x), x)
     return xp.where(small, _horner(x, _LOG1PREL_TERMS), xp.log1p(safe) / safe)
+
+
+def log1prel_slope(x: Array) -> Array:
+    """d/dx log1prel(x) = (x / (1 + x) - log1p(x)) / x^2, equal to -1/2 at x = 0 (x > -1).
+
+    Example:
+        >>> import numpy as np
+        >>> float(log1prel_slope(np.array(0.0)))
+        -0.5
+    """
+    xp, (x,) = arrays(x)
+    small = xp.abs(x) < _SLOPE_CUTOFF
+    safe = xp.where(small, xp.ones_like(x), x)
+    closed = (safe / (1 + safe) - xp.log1p(safe)) / (safe * safe)
+    return xp.where(small, _horner(x, _LOG1PREL_SLOPE_TERMS), closed)
 
 
 def softplus(x: Array) -> Array:

@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_probability", "entmax_gppr_weight", "ev_softmax_offsupport_shift", "evidential_mass"]
+__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_probability", "entmax_gppr_weight", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
 def sparsemax_threshold(mean, size):
@@ -35,6 +35,15 @@ def entmax_gppr_weight(p, alpha):
     """dp/dz = p^(2 - alpha) on the support, 0 off it (J = Diag(s) - s s^T / sum s)."""
     xp, (p, alpha) = _xs.arrays(p, alpha)
     return xp.where((p > 0), xp.where(p > 0, p, 1)**(2 - alpha), 0)
+
+
+def entmax_alpha_partial(p, alpha):
+    """dp/dalpha at a fixed threshold: p f^2 log1prel'((alpha-1) f), f = log_{2-alpha} p."""
+    xp, (p, alpha) = _xs.arrays(p, alpha)
+    _t0 = xp.where(p > 0, p, 1)
+    _t1 = xp.log(_t0)
+    _t2 = _t1*(alpha - 1)
+    return xp.where((p > 0), _t0*_t1**2*_xs.exprel(_t2)**2*_xs.log1prel_slope(_xs.expm1(_t2)), 0)
 
 
 def ev_softmax_offsupport_shift(eps):
