@@ -85,8 +85,9 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
 
 def _forward(
     x: torch.Tensor, dim: int, alpha: float | torch.Tensor, mask: torch.Tensor | None
-) -> torch.Tensor:
-    """p along dim (x's dtype or float32/float64 working dtype; see the module docstring)."""
+) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """p along dim in the working dtype (see the module docstring), and s = p^(2-alpha)
+    for the backward (None for alpha = 2: the support indicator)."""
     compiling = torch.compiler.is_compiling()
     work = torch.float32 if x.dtype in _HALF else x.dtype
     if isinstance(alpha, float):
@@ -99,16 +100,21 @@ def _forward(
     a = alpha if isinstance(alpha, float) else alpha.to(work).movedim(dim, -1)
     if mask is not None:
         z = z.masked_fill(~mask.expand_as(x).movedim(dim, -1), float("-inf"))
-    if not compiling:
-        bad = torch.isnan(z) | (z == float("inf"))
-        if bool(bad.any()):
-            raise ValueError("x must not contain NaN or +inf in a valid entry (mask it out)")
-    empty = ~(z > float("-inf")).any(-1, keepdim=True)
-    z = z.masked_fill(empty, 0.0)
+    # the row maxima hold every check: NaN and +inf propagate to them, and a row
+    # without a valid entry has maximum -inf
+    top = z.amax(-1, keepdim=True) if z.shape[-1] else z.sum(-1, keepdim=True)
+    if not compiling and bool((torch.isnan(top) | (top == float("inf"))).any()):
+        raise ValueError("x must not contain NaN or +inf in a valid entry (mask it out)")
+    empty = top == float("-inf")
+    has_empty = compiling or bool(empty.any())
+    if has_empty:
+        z = z.masked_fill(empty, 0.0)
     on_host = not compiling and z.device.type == "cpu"
-    p = _core.entmax_newton(z, a, steps=None if on_host else 64, on_host=on_host)
-    p = p.masked_fill(empty, 0.0)
-    return p.movedim(-1, dim)
+    p, s = _core.entmax_newton(z, a, None if on_host else 64, on_host, slopes=True)
+    if has_empty:
+        p = p.masked_fill(empty, 0.0)
+        s = None if s is None else s.masked_fill(empty, 0.0)
+    return p.movedim(-1, dim), None if s is None else s.movedim(-1, dim)
 
 
 class _EntmaxFunction(torch.autograd.Function):
@@ -116,21 +122,26 @@ class _EntmaxFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, alpha_tensor, dim, alpha, mask):  # noqa: ANN001, ANN205
-        p = _forward(x, dim, alpha if alpha_tensor is None else alpha_tensor, mask)
-        ctx.save_for_backward(p, alpha_tensor)
+        p, s = _forward(x, dim, alpha if alpha_tensor is None else alpha_tensor, mask)
+        ctx.save_for_backward(p, s, alpha_tensor)
         ctx.dim, ctx.alpha = dim, alpha
         return p
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001, ANN205
-        p, alpha_tensor = ctx.saved_tensors
+        p, s, alpha_tensor = ctx.saved_tensors
         dim = ctx.dim
         a = ctx.alpha if alpha_tensor is None else alpha_tensor.to(p.dtype).movedim(dim, -1)
+        with_alpha = alpha_tensor is not None and ctx.needs_input_grad[1]
         dz, dalpha = _core.entmax_alpha_gradient(
-            p.movedim(dim, -1), grad.to(p.dtype).movedim(dim, -1), a
+            p.movedim(dim, -1),
+            grad.to(p.dtype).movedim(dim, -1),
+            a,
+            with_alpha,
+            None if s is None else s.movedim(dim, -1),
         )
         dx = dz.movedim(-1, dim)
-        if alpha_tensor is None or not ctx.needs_input_grad[1]:
+        if not with_alpha:
             return dx, None, None, None, None
         dalpha = dalpha.movedim(-1, dim)
         extra = dalpha.dim() - alpha_tensor.dim()
@@ -178,7 +189,7 @@ def entmax(
     if needs:
         p = _EntmaxFunction.apply(x, alpha_tensor, dim, scalar, mask)
     else:
-        p = _forward(x, dim, value, mask)
+        p, _ = _forward(x, dim, value, mask)
     return p.to(x.dtype)
 
 

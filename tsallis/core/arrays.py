@@ -27,9 +27,11 @@ from tsallis.core.tuning import FLOAT32_EDGE_FLUSH, SMALL_SOLVE, STIRLING_MIN
 __all__ = [
     "arrays",
     "constant_tables",
+    "count_positive",
     "edge_exp",
     "erf",
     "erfc",
+    "exp_flushed",
     "expm1",
     "exprel",
     "index_add",
@@ -40,6 +42,7 @@ __all__ = [
     "log1prel_slope",
     "mahalanobis2",
     "namespace",
+    "native",
     "ndtr",
     "normal_mass",
     "softplus",
@@ -233,6 +236,45 @@ def log1prel(x: Array) -> Array:
     small = xp.abs(x) < _SERIES_CUTOFF
     safe = xp.where(small, xp.ones_like(x), x)
     return xp.where(small, _horner(x, _LOG1PREL_TERMS), xp.log1p(safe) / safe)
+
+
+def native(x: Array) -> ModuleType:
+    """The array library itself (numpy or torch), for ``out=`` calls that both spell the
+    same way (add, subtract, multiply, divide, clip, exp, log1p): iterations that run
+    over a whole batch many times reuse their buffers instead of allocating (Torch on
+    CPU pays page faults for each fresh multi-megabyte temporary)."""
+    return sys.modules["torch"] if is_torch_array(x) else np
+
+
+# exp of an argument below -EXP_FLUSH[dtype] is set to 0 by exp_flushed: Torch's CPU exp
+# (torch 2.13, float32, 1M values) took 0.30 ms on normal arguments, 1.4 ms on -inf and
+# 9.2 ms where the result is subnormal (microcode assists); e^-80 is below 1e-34.
+EXP_FLUSH = {"float32": 80.0, "float64": 700.0}
+
+
+def exp_flushed(arg: Array, out: Array) -> Array:
+    """exp(arg) into ``out`` (may be arg itself), 0 where arg < -EXP_FLUSH (no subnormals).
+
+    For probabilities of total mass 1 the flushed values are below 1e-34 (float32) and
+    1e-304 (float64): invisible after rounding.
+    """
+    limit = EXP_FLUSH[
+        "float32" if arg.dtype in (np.float32,) or str(arg.dtype).endswith("float32") else "float64"
+    ]
+    if is_torch_array(arg):
+        torch = sys.modules["torch"]
+        torch.clamp(arg, min=-limit, out=out)
+        return torch.threshold_(out.exp_(), math.exp(-limit) * 1.5, 0.0)
+    with np.errstate(under="ignore"):
+        np.exp(arg, out=out)
+    return out
+
+
+def count_positive(x: Array) -> Array:
+    """The number of entries > 0 along the last axis (x >= 0), keeping that axis, in x's dtype."""
+    if is_torch_array(x):
+        return sys.modules["torch"].count_nonzero(x, dim=-1).unsqueeze(-1).to(x.dtype)
+    return np.count_nonzero(x, axis=-1, keepdims=True).astype(x.dtype)
 
 
 def log1prel_slope(x: Array) -> Array:
