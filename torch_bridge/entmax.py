@@ -87,7 +87,7 @@ def _forward(
     x: torch.Tensor, dim: int, alpha: float | torch.Tensor, mask: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """p along dim in the working dtype (see the module docstring), and s = p^(2-alpha)
-    for the backward (None for alpha = 2: the support indicator)."""
+    for the backward (the support indicator for alpha = 2)."""
     compiling = torch.compiler.is_compiling()
     work = torch.float32 if x.dtype in _HALF else x.dtype
     if isinstance(alpha, float):

@@ -27,7 +27,6 @@ from tsallis.core.tuning import FLOAT32_EDGE_FLUSH, SMALL_SOLVE, STIRLING_MIN
 __all__ = [
     "arrays",
     "constant_tables",
-    "count_positive",
     "edge_exp",
     "erf",
     "erfc",
@@ -268,13 +267,6 @@ def exp_flushed(arg: Array, out: Array) -> Array:
     with np.errstate(under="ignore"):
         np.exp(arg, out=out)
     return out
-
-
-def count_positive(x: Array) -> Array:
-    """The number of entries > 0 along the last axis (x >= 0), keeping that axis, in x's dtype."""
-    if is_torch_array(x):
-        return sys.modules["torch"].count_nonzero(x, dim=-1).unsqueeze(-1).to(x.dtype)
-    return np.count_nonzero(x, axis=-1, keepdims=True).astype(x.dtype)
 
 
 def log1prel_slope(x: Array) -> Array:

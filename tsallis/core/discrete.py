@@ -175,9 +175,15 @@ class _Buffers:
         self.x, self.p, self.s = (xp.empty_like(z) for _ in range(3))
 
 
-def _mass(z: Array, c: Array, alpha: float | Array, work: _Buffers) -> tuple[Array, Array]:
-    """(sum_i p_i, sum_i s_i) over the last axis, p = exp_{2-alpha}(z - c) left in work.p
-    and s = dp/dz = p^(2-alpha) in work.s; z holds finite entries or -inf.
+def _mass(
+    z: Array, top: Array, c: Array, alpha: float | Array, work: _Buffers
+) -> tuple[Array, Array]:
+    """(sum_i p_i, sum_i s_i) over the last axis, p = exp_{2-alpha}(f) left in work.p and
+    s = dp/dz = p^(2-alpha) in work.s, f = (z - top) - c; z holds finite entries or -inf.
+
+    f is formed in two roundings from the row maximum ``top``, as (z - top) - c: c stays
+    small, so it is resolved finely (z - (top + c) in one step measured 1.2e-6 off in
+    float32 at alpha = 3/2 on 256 x 1000 N(0, 1) scores, against 4.1e-7).
 
     log p = log1p((alpha - 1) f) / (alpha - 1) with f = z - c: (alpha - 1) f keeps its
     relative precision, where forming 1 + (alpha - 1) f first would lose it (at alpha =
@@ -187,10 +193,11 @@ def _mass(z: Array, c: Array, alpha: float | Array, work: _Buffers) -> tuple[Arr
     """
     xp, lib = _xs.namespace(z), _xs.native(z)
     x, p, s = work.x, work.p, work.s
-    lib.subtract(z, c, out=x)  # f
+    lib.subtract(lib.subtract(z, top, out=x), c, out=x)  # f
     if isinstance(alpha, float) and alpha == 2.0:
         lib.clip(lib.add(x, 1.0, out=p), 0.0, None, out=p)
-        return xp.sum(p, axis=-1, keepdims=True), _xs.count_positive(p)
+        lib.sign(p, out=s)  # the support indicator (a bool count converts 8-byte ints)
+        return xp.sum(p, axis=-1, keepdims=True), xp.sum(s, axis=-1, keepdims=True)
     if isinstance(alpha, float) and alpha == 1.5:
         base = lib.clip(lib.add(lib.multiply(x, 0.5, out=s), 1.0, out=s), 0.0, None, out=s)
         lib.multiply(base, base, out=p)
@@ -248,8 +255,8 @@ def entmax_newton(
 
     ``on_host`` lets the loop stop once every row has converged (one host read per
     step); otherwise it takes ``steps`` (default 64) steps, a fixed graph for
-    torch.compile. ``slopes``: also return s = p^(2-alpha) (None for alpha = 2), which
-    the backward needs (entmax_alpha_gradient), without a second power. Callers pass
+    torch.compile. ``slopes``: also return s = p^(2-alpha) (alpha = 2: the support
+    indicator), which the backward needs (entmax_alpha_gradient), without a power. Callers pass
     float64 for alpha > 2: there dp/dz = p^(2-alpha) is unbounded at the support edge,
     and float32 arithmetic was 2e-5 (alpha = 3) to 2e-2 (alpha = 5) off.
 
@@ -258,11 +265,11 @@ def entmax_newton(
         >>> entmax_newton(np.array([0.0, np.log(3.0)]), 1.0)
         array([0.25, 0.75])
     """
-    xp = _xs.namespace(z)
-    z = z - xp.max(z, axis=-1, keepdims=True)
+    xp, lib = _xs.namespace(z), _xs.native(z)
     size = z.shape[-1]
     eps = xp.finfo(z.dtype).eps
-    lo = xp.zeros_like(z[..., :1])
+    top = xp.max(z, axis=-1, keepdims=True)
+    lo = xp.zeros_like(top)  # c is relative to the row maximum (see _mass)
     if isinstance(alpha, float):
         width = math.log(size) if alpha == 1 else (1 - size ** (1 - alpha)) / (alpha - 1)
         hi = lo + width
@@ -277,7 +284,7 @@ def entmax_newton(
     work = _Buffers(z)
     at_c = False
     for _ in range(64 if steps is None else steps):
-        total, slope = _mass(z, c, alpha, work)
+        total, slope = _mass(z, top, c, alpha, work)
         g = total - 1
         lo, hi = xp.where(g > 0, c, lo), xp.where(g > 0, hi, c)
         safe_slope = xp.where(slope > 0, slope, 1.0)
@@ -300,14 +307,14 @@ def entmax_newton(
             break
         c = xp.where(done, c, new)
     if not at_c:
-        total, _ = _mass(z, c, alpha, work)
-    p = work.p / total
+        total, _ = _mass(z, top, c, alpha, work)
+    p = lib.divide(work.p, total, out=work.p)
     if not slopes:
         return p
-    if isinstance(alpha, float) and alpha == 2.0:  # s is the support indicator
-        return p, None
+    if isinstance(alpha, float) and alpha in (1.0, 2.0):  # s = p, or the support indicator
+        return p, work.s
     # s = p^(2-alpha) of the renormalized p: the last step's s times total^(alpha-2)
-    return p, work.s * _xs.namespace(z).exp((alpha - 2) * xp.log(total))
+    return p, lib.multiply(work.s, xp.exp((alpha - 2) * xp.log(total)), out=work.s)
 
 
 def entmax_alpha_gradient(
@@ -334,8 +341,10 @@ def entmax_alpha_gradient(
         s = xp.astype(gen.entmax_gppr_weight(p, alpha), p.dtype, copy=False)
     total = xp.sum(s, axis=-1, keepdims=True)
     total = xp.where(total > 0, total, 1.0)
-    gs = xp.sum(grad * s, axis=-1, keepdims=True)
-    dz = s * (grad - gs / total)
+    gs = xp.vecdot(grad, s, axis=-1)[..., None]
+    lib = _xs.native(p)
+    dz = lib.subtract(grad, gs / total)  # the one fresh (..., K) array
+    lib.multiply(dz, s, out=dz)
     if not with_alpha:
         return dz, None
     a = xp.astype(gen.entmax_alpha_partial(p, alpha), p.dtype, copy=False)
