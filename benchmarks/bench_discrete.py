@@ -15,11 +15,13 @@ Not a test: numbers vary by machine.
 from __future__ import annotations
 
 import argparse
-import ctypes
 from collections.abc import Callable
 
 import torch
-from timing import interleaved_medians  # benchmarks/ is on the path when run as a script
+from timing import (  # benchmarks/ is on the path when run as a script
+    interleaved_medians,
+    steady_malloc,
+)
 
 from torch_bridge import ev_softmax, log_ev_softmax
 
@@ -62,23 +64,6 @@ def candidate_groups() -> list[dict[str, tuple[Op, str]]]:
         references["entmax.sparsemax"] = (lambda x: entmax.sparsemax(x, -1), "softmax (again)")
         references["entmax.entmax15"] = (lambda x: entmax.entmax15(x, -1), "softmax (again)")
     return [ours, references]
-
-
-def steady_malloc() -> bool:
-    """Stop glibc from mapping and unmapping every multi-MiB temporary (Linux only).
-
-    By default each 4 MiB CPU tensor freed is returned to the OS and page-faulted
-    back on the next call; that measured up to 5 ms per op at 1024 x 1024 and made
-    the timings depend on the order of the candidates. With high mmap and trim
-    thresholds the heap is reused, as in a steady training loop. Returns whether
-    it applied.
-    """
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        mmap_threshold, trim_threshold = -3, -1  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
-        return bool(libc.mallopt(mmap_threshold, 2**30) and libc.mallopt(trim_threshold, 2**31 - 1))
-    except (OSError, AttributeError):
-        return False
 
 
 def _sync(device: torch.device) -> None:

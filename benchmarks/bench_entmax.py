@@ -4,6 +4,9 @@
 
 float32, (1024, 1000) scores, forward + backward of (p * w).sum(), interleaved
 medians in one run; the entmax package rows are skipped when it is not installed.
+glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_malloc;
+--raw-malloc leaves it: then every fresh 4 MB temporary is page-faulted, and the
+softmax row alone moved between 0.7 and 3 ms from run to run).
 Then the extra peak memory of one forward + backward at (65536, 1000). Not a test.
 """
 
@@ -14,7 +17,10 @@ import subprocess
 import sys
 
 import torch
-from timing import interleaved_medians  # benchmarks/ is on the path when run as a script
+from timing import (  # benchmarks/ is on the path when run as a script
+    interleaved_medians,
+    steady_malloc,
+)
 
 from torch_bridge import entmax, sparsemax
 
@@ -51,7 +57,12 @@ def peak_mb(alpha: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--raw-malloc", action="store_true", help="leave glibc's mmap/trim thresholds alone"
+    )
     args = parser.parse_args()
+    if not args.raw_malloc:
+        print(f"glibc malloc kept in steady state: {steady_malloc()}")
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(1024, 1000, generator=gen).requires_grad_(True)
     w = torch.randn(1024, 1000, generator=gen)

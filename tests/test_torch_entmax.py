@@ -194,6 +194,11 @@ def test_modules_and_learned_alpha():
     layer(x).pow(2).sum().backward()
     assert alpha.grad is not None and torch.isfinite(alpha.grad).all()
     assert (Sparsemax()(x) - sparsemax(x)).abs().max() == 0
+    # a scalar (0-dim) learned alpha and a (1,) alpha: gradients of their own shapes
+    x64 = torch.randn(4, 6, dtype=F64, generator=torch.Generator().manual_seed(9))
+    for shape in ((), (1,)):
+        scalar = torch.full(shape, 1.7, dtype=F64, requires_grad=True)
+        assert torch.autograd.gradcheck(lambda v, a: entmax(v, a), (x64.requires_grad_(), scalar))
 
 
 @settings(max_examples=60, deadline=None)

@@ -57,7 +57,11 @@ def _check(x: torch.Tensor, dim: int, mask: torch.Tensor | None) -> int:
 
 
 def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | torch.Tensor:
-    """alpha as a Python float, or as a tensor of shape x's with size 1 along dim."""
+    """alpha as a Python float, or as a tensor with x's number of dimensions (leading ones
+    added) broadcasting to x with size 1 along dim. A 0-dim tensor that needs a gradient
+    (a learned alpha) stays a tensor; other 0-dim tensors become floats."""
+    if isinstance(alpha, torch.Tensor) and alpha.dim() == 0 and alpha.requires_grad:
+        alpha = alpha.reshape((1,) * x.dim())
     if isinstance(alpha, torch.Tensor) and alpha.dim() > 0:
         if not alpha.is_floating_point():
             raise TypeError(f"alpha must be a floating-point tensor, got {alpha.dtype}")
@@ -72,6 +76,7 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
                 f"alpha of shape {tuple(alpha.shape)} must broadcast to {tuple(shape)}"
                 f" (x {tuple(x.shape)} with size 1 along dim {dim})"
             )
+        alpha = alpha.reshape((1,) * (x.dim() - alpha.dim()) + tuple(alpha.shape))
         if not torch.compiler.is_compiling() and not bool(
             (torch.isfinite(alpha) & (alpha > 0)).all()
         ):
