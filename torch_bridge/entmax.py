@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from torch_bridge.basis import constant_float
+from torch_bridge.discrete import _check_dim, _check_input
 from tsallis.core import discrete as _core
 from tsallis.core._generated import deformed as _deformed
 
@@ -36,24 +37,9 @@ _REDUCTIONS = ("mean", "sum", "none")
 
 
 def _check(x: torch.Tensor, dim: int, mask: torch.Tensor | None) -> int:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor, got {type(x).__name__}")
-    if not isinstance(dim, int) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, got {dim!r}")
-    if x.dim() == 0 or not -x.dim() <= dim < x.dim():
-        raise ValueError(f"dim must lie in [-{x.dim()}, {x.dim()}) for x of shape {tuple(x.shape)}")
-    if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise TypeError("mask must be a bool tensor (True = valid entry)")
-        try:
-            shape = torch.broadcast_shapes(mask.shape, x.shape)
-        except RuntimeError:
-            shape = None
-        if shape != x.shape:
-            raise ValueError(
-                f"mask of shape {tuple(mask.shape)} does not broadcast to x {tuple(x.shape)}"
-            )
-    return dim % x.dim()
+    """TypeError / ValueError for a bad x, mask or dim (ev_softmax's checks); dim >= 0."""
+    _check_input(x, mask)
+    return _check_dim(x, dim)
 
 
 def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | torch.Tensor:
