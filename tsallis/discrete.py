@@ -82,8 +82,7 @@ def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
 
 
 def sparsemax(v: ArrayLike, axis: int = -1) -> FloatArray:
-    """Euclidean projection of v onto the simplex (alpha = 2), exact (Michelot's
-    iteration on the threshold, the shared core of ``entmax``)."""
+    """Euclidean projection of v onto the simplex (alpha = 2), exact (``entmax`` at 2)."""
     return entmax(v, 2.0, axis)
 
 
@@ -91,9 +90,10 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     """alpha-entmax along ``axis`` for alpha >= 1.
 
     alpha = 1 is exactly softmax (the limit, not the entmax package's uniform
-    vector). Every other alpha runs Newton's method on the threshold and renormalizes
-    (tsallis.core.discrete.entmax_newton, which torch_bridge.entmax runs too): for
-    alpha = 2 that is Michelot's algorithm, exact in finitely many steps.
+    vector). alpha = 2 and 3/2 on rows of at most 256 entries use the sort-based closed
+    forms; every other case runs Newton's method on the threshold and renormalizes
+    (tsallis.core.discrete.entmax_map, which torch_bridge.entmax runs too; for alpha = 2
+    that is Michelot's algorithm, exact in finitely many steps).
     """
     alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
@@ -103,7 +103,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     # (dp/dz = p^(2 - alpha)), and float32 arithmetic measured 7e-6 off at alpha = 3 for
     # p ~ 2e-3.
     with np.errstate(divide="ignore"):  # log1p(-1) = -inf off the support
-        out = _core.entmax_newton(z.astype(np.float64) if alpha > 2 else z, float(alpha))
+        out, _ = _core.entmax_map(z.astype(np.float64) if alpha > 2 else z, float(alpha))
     return _restore(out, axis, dtype)
 
 

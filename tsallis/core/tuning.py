@@ -255,3 +255,11 @@ FLOAT32 = Accuracy(
     peak_steps=6,
     level_steps=3,
 )
+
+# Finite alpha-entmax: calls on at most SORT_ELEMENTS values (rows x entries) take the
+# sort-based closed forms at alpha = 2 and 3/2 (tsallis.core.discrete.entmax_map); larger
+# ones take Newton's method on the threshold, which needs no sort. Measured (torch 2.13,
+# CPU, float32, forward + backward): (1, 10) sort 0.19 ms, Newton 0.39 (alpha = 2) and
+# 0.86 (3/2); (1024, 32) 0.82 against 0.76 and 1.17 against 1.41; (1024, 128) 1.49
+# against 0.92 and 2.91 against 1.81.
+SORT_ELEMENTS = 1 << 15
