@@ -119,12 +119,15 @@ def entmax15_sorted(z: Array) -> Array:
 
 
 class _Buffers:
-    """z - max (formed once) and three (..., K) work arrays reused by every Newton step
-    (see arrays.native)."""
+    """z - max, formed once and scaled for _mass (by 1/2 at alpha = 3/2, by alpha - 1 at
+    any other Python-float alpha but 1 and 2), and three (..., K) work arrays reused by
+    every Newton step (see arrays.native)."""
 
-    def __init__(self, z: Array, top: Array) -> None:
-        xp = _xs.namespace(z)
+    def __init__(self, z: Array, top: Array, alpha: float | Array) -> None:
+        xp, lib = _xs.namespace(z), _xs.native(z)
         self.shifted = z - top
+        if isinstance(alpha, float) and alpha not in (1.0, 2.0):
+            lib.multiply(self.shifted, 0.5 if alpha == 1.5 else alpha - 1, out=self.shifted)
         self.x, self.p, self.s = (xp.empty_like(z) for _ in range(3))
 
 
@@ -150,18 +153,17 @@ def _mass(c: Array, alpha: float | Array, work: _Buffers) -> tuple[Array, Array]
         lib.clip(lib.subtract(shifted, c - 1.0, out=p), 0.0, None, out=p)
         lib.sign(p, out=s)  # the support indicator (a bool count converts 8-byte ints)
         return xp.sum(p, axis=-1, keepdims=True), xp.sum(s, axis=-1, keepdims=True)
-    lib.subtract(shifted, c, out=x)  # f
-    if isinstance(alpha, float) and alpha == 1.5:
-        base = lib.clip(lib.add(lib.multiply(x, 0.5, out=s), 1.0, out=s), 0.0, None, out=s)
+    if isinstance(alpha, float) and alpha == 1.5:  # p = [1 + f/2]_+^2, shifted = (z - max)/2
+        base = lib.clip(lib.subtract(shifted, c / 2 - 1.0, out=s), 0.0, None, out=s)
         lib.multiply(base, base, out=p)
         return xp.sum(p, axis=-1, keepdims=True), xp.sum(base, axis=-1, keepdims=True)
     if isinstance(alpha, float) and alpha == 1.0:
-        _xs.exp_flushed(x, out=p)
+        _xs.exp_flushed(lib.subtract(shifted, c, out=x), out=p)
         work.s = p  # s = p
         total = xp.sum(p, axis=-1, keepdims=True)
         return total, total
-    if isinstance(alpha, float):
-        lib.multiply(x, alpha - 1, out=x)
+    if isinstance(alpha, float):  # shifted = (alpha - 1)(z - max)
+        lib.subtract(shifted, (alpha - 1) * c, out=x)  # (alpha - 1) f
         if alpha > 1:
             lib.clip(x, -1.0, None, out=x)  # off the support: p = 0
         _xs.exp_flushed(lib.multiply(lib.log1p(x, out=p), 1 / (alpha - 1), out=p), out=p)
@@ -169,6 +171,7 @@ def _mass(c: Array, alpha: float | Array, work: _Buffers) -> tuple[Array, Array]
         lib.divide(p, base, out=s)
         return xp.sum(p, axis=-1, keepdims=True), xp.sum(s, axis=-1, keepdims=True)
     # one alpha per row (an array): the same arithmetic, alpha = 1 rows taking exp(f)
+    lib.subtract(shifted, c, out=x)  # f
     softmax_row = alpha == 1
     scaled = (alpha - 1) * x
     on = scaled > -1
@@ -234,7 +237,7 @@ def entmax_newton(
         rising = alpha <= 2
     hi = xp.maximum(hi, lo)
     c = lo
-    work = _Buffers(z, top)
+    work = _Buffers(z, top, alpha)
     at_c = False
     for _ in range(64 if steps is None else steps):
         total, slope = _mass(c, alpha, work)
