@@ -326,7 +326,7 @@ def entmax_alpha_gradient(
         s = xp.astype(gen.entmax_gppr_weight(p, alpha), p.dtype, copy=False)
     total = xp.sum(s, axis=-1, keepdims=True)
     total = xp.where(total > 0, total, 1.0)
-    gs = xp.vecdot(grad, s, axis=-1)[..., None]
+    gs = xp.sum(grad * s, axis=-1, keepdims=True)  # (array_api_compat's vecdot: 4x slower)
     lib = _xs.native(p)
     dz = lib.subtract(grad, gs / total)  # the one fresh (..., K) array
     lib.multiply(dz, s, out=dz)
