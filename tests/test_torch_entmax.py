@@ -222,6 +222,11 @@ def test_compiles_without_graph_breaks():
     compiled = torch.compile(lambda v: entmax(v, 1.3) + sparsemax(v), fullgraph=True)
     x = torch.randn(8, 20)
     assert (compiled(x) - (entmax(x, 1.3) + sparsemax(x))).abs().max() <= 1e-6
+    alpha, target = torch.full((8, 1), 1.4), torch.randint(0, 20, (8,))
+    per_row = torch.compile(lambda v, a: entmax(v, a), fullgraph=True)
+    assert (per_row(x, alpha) - entmax(x, alpha)).abs().max() <= 1e-6
+    loss = torch.compile(lambda v: entmax_loss(v, target, 1.5), fullgraph=True)
+    assert abs(float(loss(x) - entmax_loss(x, target, 1.5))) <= 1e-6
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
