@@ -274,12 +274,27 @@ def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
 def sparsemax_loss(
     x: torch.Tensor, target: torch.Tensor, reduction: str = "mean", ignore_index: int = -100
 ) -> torch.Tensor:
-    """The sparsemax (alpha = 2) Fenchel-Young loss; see ``entmax_loss``."""
+    """The sparsemax (alpha = 2) Fenchel-Young loss: <p - y, x> + (|y|^2 - |p|^2) / 2.
+
+    Arguments, returns and errors as for ``entmax_loss``.
+
+    Example:
+        >>> import torch
+        >>> float(sparsemax_loss(torch.tensor([[0.0, 0.5]]), torch.tensor([0])))
+        0.5625
+    """
     return entmax_loss(x, target, 2.0, reduction, ignore_index)
 
 
 class Entmax(nn.Module):
-    """alpha-entmax along ``dim``; ``alpha`` may be an ``nn.Parameter`` (learned)."""
+    """alpha-entmax along ``dim``; ``alpha`` may be an ``nn.Parameter`` (learned: a 0-dim
+    one, or one per row broadcasting to x with size 1 along ``dim``).
+
+    Example:
+        >>> import torch
+        >>> Entmax(alpha=2.0)(torch.tensor([0.4, 0.9, -0.8]))
+        tensor([0.2500, 0.7500, 0.0000])
+    """
 
     def __init__(self, alpha: float | torch.Tensor = 1.5, dim: int = -1) -> None:
         super().__init__()
@@ -295,7 +310,8 @@ class Entmax(nn.Module):
 
 
 class Sparsemax(nn.Module):
-    """Sparsemax along ``dim``."""
+    """Sparsemax along ``dim`` (the module form of ``sparsemax``; forward takes x and an
+    optional mask)."""
 
     def __init__(self, dim: int = -1) -> None:
         super().__init__()
