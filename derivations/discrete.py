@@ -69,17 +69,11 @@ def entmax15_threshold() -> sp.Expr:
     return mean - sp.Piecewise((sp.sqrt(radicand), radicand > 0), (0, True))
 
 
-def entmax_probability() -> sp.Expr:
-    """p = [(alpha - 1) z - tau]_+^(1/(alpha-1)), the finite alpha-entmax (seed 000 eq 7)."""
-    base = (S.alpha - 1) * z - tau
-    return sp.Piecewise((base ** (1 / (S.alpha - 1)), base > 0), (0, True))
-
-
 def entmax_gppr_weight() -> sp.Expr:
     """s = dp/dz written in p: s = p^(2 - alpha) on the support, 0 off it.
 
-    Derived by differentiating ``entmax_probability`` inside the support and
-    eliminating the base with base = p^(alpha - 1).
+    Derived by differentiating p = [(alpha - 1) z - tau]^(1/(alpha-1)) (seed 000 eq 7)
+    inside the support and eliminating the base with base = p^(alpha - 1).
     """
     base = sp.Symbol("base", positive=True)
     alpha = sp.Symbol("alpha", positive=True)
@@ -339,12 +333,6 @@ def derive_discrete() -> KernelSet:
             (mean, var, size),
             entmax15_threshold(),
             "tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); mean, var of the support.",
-        ),
-        Kernel(
-            "entmax_probability",
-            (z, tau, S.alpha),
-            entmax_probability(),
-            "[(alpha - 1) z - tau]_+^(1/(alpha - 1)).",
         ),
         Kernel(
             "entmax_gppr_weight",

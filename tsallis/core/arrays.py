@@ -257,9 +257,7 @@ def exp_flushed(arg: Array, out: Array) -> Array:
     For probabilities of total mass 1 the flushed values are below 1e-34 (float32) and
     1e-304 (float64): invisible after rounding.
     """
-    limit = EXP_FLUSH[
-        "float32" if arg.dtype in (np.float32,) or str(arg.dtype).endswith("float32") else "float64"
-    ]
+    limit = EXP_FLUSH["float32" if str(arg.dtype).endswith("float32") else "float64"]
     if is_torch_array(arg):
         torch = sys.modules["torch"]
         torch.clamp(arg, min=-limit, out=out)

@@ -171,17 +171,14 @@ def _mass(c: Array, alpha: float | Array, work: _Buffers) -> tuple[Array, Array]
         base = lib.clip(lib.add(x, 1.0, out=s), xp.finfo(x.dtype).smallest_normal, None, out=s)
         lib.divide(p, base, out=s)
         return xp.sum(p, axis=-1, keepdims=True), xp.sum(s, axis=-1, keepdims=True)
-    # one alpha per row (an array): the same arithmetic, alpha = 1 rows taking exp(f)
+    # one alpha per row (an array): the generated kernels, smooth through alpha = 1
+    # (log_exp_beta is for alpha >= 1 at -inf: -inf entries are set apart)
     lib.subtract(shifted, c, out=x)  # f
-    softmax_row = alpha == 1
-    scaled = (alpha - 1) * x
-    on = scaled > -1
-    power = 1 / xp.where(softmax_row, 1.0, alpha - 1)
-    log_p = xp.where(on, xp.log1p(xp.where(on, scaled, 0.0)) * power, -math.inf)
-    p = xp.exp(xp.where(softmax_row, x, log_p))
-    s = xp.where(on, p / xp.where(on, 1 + scaled, 1.0), 0.0)
-    work.p, work.s = p, s
-    return xp.sum(p, axis=-1, keepdims=True), xp.sum(s, axis=-1, keepdims=True)
+    finite = x > -math.inf
+    log_p = _deformed.log_exp_beta(xp.where(finite, x, 0.0), 2 - alpha)
+    p = xp.exp(xp.where(finite, log_p, -math.inf))
+    work.p, work.s = p, gppr_weights(p, alpha)
+    return xp.sum(p, axis=-1, keepdims=True), xp.sum(work.s, axis=-1, keepdims=True)
 
 
 def _power(total: Array, exponent: float | Array) -> Array:
@@ -213,8 +210,8 @@ def entmax_newton(
     ``on_host`` lets the loop stop once every row has converged (one host read per
     step); otherwise it takes ``steps`` (default 64) steps, a fixed graph for
     torch.compile. ``slopes``: also return s = p^(2-alpha) (alpha = 2: the support
-    indicator), which the backward needs (entmax_alpha_gradient), without a power. Callers pass
-    float64 for alpha > 2: there dp/dz = p^(2-alpha) is unbounded at the support edge,
+    indicator), which the backward needs (entmax_alpha_gradient), without a power.
+    Callers pass float64 for alpha > 2: there dp/dz = p^(2-alpha) is unbounded at the support edge,
     and float32 arithmetic was 2e-5 (alpha = 3) to 2e-2 (alpha = 5) off.
 
     Example:
@@ -236,15 +233,9 @@ def entmax_newton(
     else:
         alpha_work = alpha
     lo = xp.zeros_like(to_book(top))  # c is relative to the row maximum (see _mass)
-    if isinstance(alpha, float):
-        width = math.log(size) if alpha == 1 else (1 - size ** (1 - alpha)) / (alpha - 1)
-        hi = lo + width
-        rising = alpha <= 2  # a Python bool: the step below takes one form
-    else:
-        near_one = xp.abs(alpha - 1) < 1e-6
-        gap = xp.where(near_one, 1.0, alpha - 1)
-        hi = lo + xp.where(near_one, math.log(size), -xp.expm1(-gap * math.log(size)) / gap)
-        rising = alpha <= 2
+    # c = -log_{2-alpha}(1/K): every entry has at most 1/K there
+    hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
+    rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     c = lo
     work = _Buffers(z, top, alpha_work)
@@ -337,16 +328,8 @@ def entmax_alpha_gradient(
     ``s`` may be passed in (entmax_newton(slopes=True)).
     """
     xp = _xs.namespace(p)
-    if s is not None:  # from the forward (entmax_newton(slopes=True))
-        pass
-    elif isinstance(alpha, float) and alpha == 2.0:
-        s = xp.astype(p > 0, p.dtype)
-    elif isinstance(alpha, float) and alpha == 1.5:
-        s = xp.sqrt(p)
-    elif isinstance(alpha, float) and alpha == 1.0:
-        s = p
-    else:
-        s = xp.astype(gen.entmax_gppr_weight(p, alpha), p.dtype, copy=False)
+    if s is None:  # (the sort-based forward at alpha = 2 or 3/2 keeps none)
+        s = gppr_weights(p, alpha)
     total = xp.sum(s, axis=-1, keepdims=True)
     total = xp.where(total > 0, total, 1.0)
     gs = xp.sum(grad * s, axis=-1, keepdims=True)  # (array_api_compat's vecdot: 4x slower)

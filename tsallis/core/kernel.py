@@ -506,7 +506,7 @@ def _near_root(points: Array, u_points: Array) -> tuple[Array, Array, Array, Arr
 
 def grade_levels(distance: float) -> int:
     """How many geometric levels a half panel needs towards an end whose root lies
-    ``distance`` half-widths outside it (the largest secant estimate of a block).
+    ``distance`` half-widths outside it (the smallest secant estimate of the call).
 
     Pieces finer than the root's distance are smooth on their own scale, so the
     grading stops T.GRADE_MARGIN levels below the distance (the margin covers the

@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_probability", "entmax_gppr_weight", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
+__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
 def sparsemax_threshold(mean, size):
@@ -21,14 +21,6 @@ def entmax15_threshold(mean, var, size):
     xp, (mean, var, size) = _xs.arrays(mean, var, size)
     _t0 = var - 1/size
     return mean - xp.where((_t0 < 0), xp.sqrt(xp.where(-_t0 > 0, -_t0, 1)), 0)
-
-
-def entmax_probability(z, tau, alpha):
-    """[(alpha - 1) z - tau]_+^(1/(alpha - 1))."""
-    xp, (z, tau, alpha) = _xs.arrays(z, tau, alpha)
-    _t0 = alpha - 1
-    _t1 = -_t0*z + tau
-    return xp.where((_t1 < 0), xp.where(-_t1 > 0, -_t1, 1)**(1/_t0), 0)
 
 
 def entmax_gppr_weight(p, alpha):
