@@ -29,7 +29,7 @@ import torch
 from torch import nn
 
 from torch_bridge.basis import constant_float
-from torch_bridge.discrete import _check_dim, _check_input
+from torch_bridge.discrete import _check_dim, _check_input, _check_target
 from tsallis.core import discrete as _core
 from tsallis.core._generated import deformed as _deformed
 
@@ -243,18 +243,9 @@ def entmax_loss(
             raise ValueError(f"a distribution target must have x's shape {tuple(x.shape)}")
         y = target.to(x.dtype)
     else:
-        if not isinstance(target, torch.Tensor) or target.dtype in (torch.bool,):
-            raise TypeError("target must be a tensor of class indices or of probabilities")
-        if target.shape != x.shape[:-1]:
-            raise ValueError(
-                f"class targets must have shape {tuple(x.shape[:-1])}, got {tuple(target.shape)}"
-            )
+        if not torch.compiler.is_compiling():  # ev_softmax_nll_loss's checks (a host read)
+            _check_target(x, target, x.dim() - 1, ignore_index)
         counted = target != ignore_index
-        classes = x.shape[-1]
-        if not torch.compiler.is_compiling():
-            kept = target[counted]
-            if bool(((kept < 0) | (kept >= classes)).any()):
-                raise ValueError(f"target must lie in [0, {classes}) or equal ignore_index")
         safe = torch.where(counted, target, torch.zeros_like(target))
         y = torch.zeros_like(x).scatter_(-1, safe.unsqueeze(-1).long(), 1.0)
     diff = p.to(x.dtype) - y
