@@ -258,7 +258,24 @@ def test_docstring_examples_hold():
         assert result.attempted > 0 and result.failed == 0, module.__name__
 
 
-@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.3, 1.5, 2.0, 3.0])
+@pytest.mark.parametrize("alpha", [0.7, 1.1, 1.3, 1.7])
+def test_float32_mass_has_no_subnormal_values(alpha):
+    """p and s are 0 or normal numbers (subnormal operands cost microcode assists): below
+    alpha - 1 = 24 ln 2 / 80 the exp2 passes flush, above it (1 + x)^(1 / (alpha - 1)) >=
+    (eps / 2)^(1 / (alpha - 1)) is normal. Scores whose p would span e^-110 to e^-60."""
+    from tsallis.core import discrete as core
+
+    log_p = torch.linspace(-110.0, -60.0, 63, dtype=F64)
+    z = torch.zeros(1, 64)
+    z[0, 1:] = (torch.exp(log_p * (alpha - 1)) - 1) / (alpha - 1)  # p = (1 + (alpha-1) z)^k
+    work = core._Buffers(z, z.amax(-1, keepdim=True), alpha)
+    core._mass(torch.zeros(1, 1), alpha, work, bend=alpha <= 1.5)
+    tiny = torch.finfo(torch.float32).tiny
+    for values in (work.p, work.s):
+        assert bool(((values == 0) | (values >= tiny)).all())
+
+
+@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.05, 1.3, 1.5, 2.0, 3.0])
 def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
     """The Newton step's in-place p = exp_{2-alpha}(f) and s = p^(2-alpha) (hand-vectorized
     for speed: fused out= passes) against the generated kernels, for a Python-float alpha
@@ -277,10 +294,15 @@ def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
     expected = torch.where(finite, log_p, -math.inf).exp()
     for a in (alpha, torch.full((6, 1), alpha, dtype=F64)):
         work = core._Buffers(z, top, a)
-        total, slope = core._mass(c, a, work)
+        total, slope, _ = core._mass(c, a, work)
         assert (work.p - expected).abs().max() <= 1e-14
         assert (work.s - core.gppr_weights(expected, alpha)).abs().max() <= 1e-13 * max(
             1.0, float(work.s.abs().max())
         )
         assert (total - expected.sum(-1, keepdim=True)).abs().max() <= 1e-13
         assert (slope - work.s.sum(-1, keepdim=True)).abs().max() <= 1e-12 * float(slope.max())
+    if alpha != 1.0 and alpha <= 1.5:  # the Halley steps' sum of t = p^(3 - 2 alpha)
+        work = core._Buffers(z, top, alpha)
+        _, _, bent = core._mass(c, alpha, work, bend=True)
+        t = torch.where(expected > 0, expected ** (3 - 2 * alpha), 0.0).sum(-1, keepdim=True)
+        assert ((bent - t).abs() / t).max() <= 1e-13

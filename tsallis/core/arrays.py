@@ -248,6 +248,9 @@ def native(x: Array) -> ModuleType:
 # exp of an argument below -EXP_FLUSH[dtype] is set to 0 by exp_flushed: Torch's CPU exp
 # (torch 2.13, float32, 1M values) took 0.30 ms on normal arguments, 1.4 ms on -inf and
 # 9.2 ms where the result is subnormal (microcode assists); e^-80 is below 1e-34.
+# exp2 took 0.08-0.10 ms on normal arguments and on -inf (0.28 ms where it underflows),
+# within 0.83 ulp of float64 on [-120, 20]: so exp(a) is formed as exp2(a / ln 2), whose
+# rounding moves e^a by a relative |a| eps, at most eps / e in absolute value for a <= 0.
 EXP_FLUSH = {"float32": 80.0, "float64": 700.0}
 
 
@@ -261,10 +264,32 @@ def exp_flushed(arg: Array, out: Array) -> Array:
     if is_torch_array(arg):
         torch = sys.modules["torch"]
         torch.clamp(arg, min=-limit, out=out)
-        return torch.threshold_(out.exp_(), math.exp(-limit) * 1.5, 0.0)
+        return torch.threshold_(out.mul_(1 / math.log(2)).exp2_(), math.exp(-limit) * 1.5, 0.0)
     with np.errstate(under="ignore"):
         np.exp(arg, out=out)
     return out
+
+
+def exp2_into(arg: Array, out: Array, flush: bool) -> Array:
+    """2**arg into ``out`` (may be arg itself); with ``flush`` (Torch), 0 where it is below
+    e^-EXP_FLUSH, as in exp_flushed (NumPy needs no flush and gets none)."""
+    if is_torch_array(arg):
+        torch = sys.modules["torch"]
+        if not flush:
+            return torch.exp2(arg, out=out)
+        limit = EXP_FLUSH["float32" if arg.dtype == torch.float32 else "float64"]
+        torch.clamp(arg, min=-limit / math.log(2), out=out)
+        return torch.threshold_(out.exp2_(), math.exp(-limit) * 1.5, 0.0)
+    with np.errstate(under="ignore"):
+        return np.exp2(arg, out=out)
+
+
+def add_product(s: Array, x: Array, out: Array) -> Array:
+    """s + s * x into ``out`` (torch.addcmul: one pass)."""
+    if is_torch_array(s):
+        return sys.modules["torch"].addcmul(s, s, x, out=out)
+    np.multiply(s, x, out=out)
+    return np.add(out, s, out=out)
 
 
 def log1prel_slope(x: Array) -> Array:
