@@ -2,7 +2,7 @@
 
     python benchmarks/bench_attention_numpy.py
 
-Batch 1024 x 64 Gaussian RBFs (the size SPEC section 4 quotes for published
+Batch 1024 x 64 Gaussian RBFs (the size quoted for published
 general-alpha code), float64 NumPy on CPU. For each alpha: rho + J from
 tsallis.attention, and the same quantities from a uniform 1000-point trapezoid
 over the support (what published general-alpha code does), with the worst

@@ -1,4 +1,4 @@
-"""alpha = 1 families: Gaussian (1D and N-D) and Laplace (seed 000 section 2.2).
+"""alpha = 1 families: Gaussian (1D and N-D) and Laplace (Martins 2020 section 2.2).
 
 p = exp(f - A) with A = log int exp(f) the log-partition; the threshold of
 these families is A, and the Tsallis 1-entropy is Shannon's, A - E[f].
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.lemmas import gaussian_radial_moment, radial_mass, tidy_log
-from derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations import symbols as S
+from tsallis.derivations.lemmas import gaussian_radial_moment, radial_mass, tidy_log
+from tsallis.derivations.result import FamilyDerivation, Kernel
 
 _T = sp.Symbol("t", real=True)
 
@@ -59,7 +59,7 @@ def derive_gaussian() -> FamilyDerivation:
     return FamilyDerivation(
         name="gaussian",
         title="Gaussian",
-        source="seed 000 section 2.2",
+        source="Martins 2020 section 2.2",
         alpha=sp.Integer(1),
         symbols={"x": S.x, "loc": S.loc, "scale": S.scale, "n": S.n, "logdet": S.logdet},
         score=f_t.subs(_T, S.x),
@@ -121,7 +121,7 @@ def derive_laplace() -> FamilyDerivation:
     return FamilyDerivation(
         name="laplace",
         title="Laplace",
-        source="seed 000 section 2.2",
+        source="Martins 2020 section 2.2",
         alpha=sp.Integer(1),
         symbols={"x": S.x, "loc": S.loc, "scale": b},
         score=-sp.Abs(S.x - S.loc) / b,

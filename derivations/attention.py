@@ -1,4 +1,4 @@
-"""Continuous attention with Gaussian RBFs (seed 000 section 3, Def 2, Prop 3, Alg 1).
+"""Continuous attention with Gaussian RBFs (Martins 2020 section 3, Def 2, Prop 3, Alg 1).
 
 With f(t) = -(t - mu)^2 / (2 sigma^2), the alpha-entmax density is the
 beta-Gaussian p(mu + a u) = (1 - u^2)^k / (a B_k) on |u| < 1, where a is its
@@ -31,11 +31,11 @@ import mpmath as mp
 import sympy as sp
 import sympy.stats
 
-from derivations import symbols as S
-from derivations.beta_gaussian import derive_beta_gaussian
-from derivations.lemmas import euler_beta, truncated_normal_moment
-from derivations.primitives import NormalMass, flushable_edges, with_edge_densities
-from derivations.result import Kernel, KernelSet
+from tsallis.derivations import symbols as S
+from tsallis.derivations.beta_gaussian import derive_beta_gaussian
+from tsallis.derivations.lemmas import euler_beta, truncated_normal_moment
+from tsallis.derivations.primitives import NormalMass, flushable_edges, with_edge_densities
+from tsallis.derivations.result import Kernel, KernelSet
 
 SOURCE = "derivations/attention.py"
 
@@ -296,6 +296,6 @@ def derive_attention() -> KernelSet:
     return KernelSet(
         name="attention",
         title="Continuous attention with Gaussian RBFs",
-        source="seed 000 section 3 (Def 2, eqs 15-18, Alg 1)",
+        source="Martins 2020 section 3 (Def 2, eqs 15-18, Alg 1)",
         kernels=tuple(kernels),
     )

@@ -1,25 +1,26 @@
 """beta-Gaussian (q-Gaussian) for general alpha > 1, in N dimensions.
 
-Definition (SPEC 3.2): p(t) = [(alpha-1)(c - d^2/2)]_+^(1/(alpha-1)), with
-d^2 = (t-mu)^T Sigma^-1 (t-mu), c = -tau, i.e. exp_{2-alpha}(f - A) for
-f = -d^2/2. The normalizer is solved from int p = 1 in log form, so that
-float32 and extreme sigma, alpha stay in range.
+Definition (the beta-Gaussian, which generalizes Martins 2020 eqs 10 and 11 to any
+alpha > 1): p(t) = [(alpha-1)(c - d^2/2)]_+^(1/(alpha-1)), with
+d^2 = (t-mu)^T Sigma^-1 (t-mu), c = -tau, i.e. exp_{2-alpha}(f - A) for f = -d^2/2.
+The normalizer is solved from int p = 1 in log form, so that float32 and extreme
+sigma, alpha stay in range.
 """
 
 from __future__ import annotations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.lemmas import (
+from tsallis.derivations import symbols as S
+from tsallis.derivations.lemmas import (
     assert_unit,
     radial_mass,
     radial_power_integral,
     symmetric_beta_cdf,
     tidy_log,
 )
-from derivations.primitives import PositivePart, expm1, log1p
-from derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations.primitives import PositivePart, expm1, log1p
+from tsallis.derivations.result import FamilyDerivation, Kernel
 
 SOURCE = "derivations/beta_gaussian.py"
 
@@ -194,7 +195,7 @@ def derive_beta_gaussian() -> FamilyDerivation:
     return FamilyDerivation(
         name="beta_gaussian",
         title="beta-Gaussian, general alpha > 1",
-        source="SPEC 3.2 (generalizes seed 000 eqs 10, 11)",
+        source="generalizes Martins 2020 eqs (10), (11)",
         alpha=alpha,
         symbols={
             "alpha": alpha,

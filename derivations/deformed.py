@@ -1,4 +1,4 @@
-"""beta-logarithm, beta-exponential (seed 000 eq 4) and the Tsallis entropy term (eq 6).
+"""beta-logarithm, beta-exponential (Martins 2020 eq 4) and the Tsallis entropy term (eq 6).
 
 Each is defined from the paper, rewritten into a form that is smooth
 through beta = 1, and the rewrite is checked symbolically against the
@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.primitives import exprel, log1prel, softplus
-from derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations import symbols as S
+from tsallis.derivations.primitives import exprel, log1prel, softplus
+from tsallis.derivations.result import FamilyDerivation, Kernel
 
 
 def log_beta_definition(u: sp.Expr, beta: sp.Expr) -> sp.Expr:
@@ -130,7 +130,7 @@ def derive_deformed() -> FamilyDerivation:
             "softplus_positive",
             (v, sharpness),
             smooth_positive,
-            "softplus(s v) / s, the smoothed [v]_+ (seed 001 sec 5.3.1).",
+            "softplus(s v) / s, the smoothed [v]_+ (Moreno 2022 sec 5.3.1).",
         ),
         Kernel(
             "smoothed_exp_beta",
@@ -142,7 +142,7 @@ def derive_deformed() -> FamilyDerivation:
     return FamilyDerivation(
         name="deformed",
         title="Deformed logarithm and exponential",
-        source="seed 000 eqs (4), (6)",
+        source="Martins 2020 eqs (4), (6)",
         alpha=alpha,
         symbols={"u": u, "beta": beta, "p": p, "alpha": alpha},
         score=sp.S.Zero,

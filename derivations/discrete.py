@@ -1,12 +1,12 @@
 """Finite-domain sparse maps: sparsemax, alpha-entmax and ev-softmax.
 
-Sources: seed 000 eqs 3, 14, 17-18 (the finite Omega_alpha-RPM) and seed 002
+Sources: Martins 2020 eqs 3, 14, 17-18 (the finite Omega_alpha-RPM) and Chen 2021
 eqs 4-12 (evidential softmax and post-hoc evidential sparsification).
 
 The generated kernels are the elementwise closed forms; the reductions
 (sorting, prefix sums, row means) are done by the callers. The ``check_*``
-functions are the symbolic identities of seed 002 and the finite case of
-seed 000 Prop 3, verified exactly on every support pattern by the tests
+functions are the symbolic identities of Chen 2021 and the finite case of
+Martins 2020 Prop 3, verified exactly on every support pattern by the tests
 (tests/test_discrete.py).
 """
 
@@ -17,9 +17,9 @@ from itertools import combinations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.primitives import expm1, exprel, log1p, log1prel, log1prel_slope
-from derivations.result import Kernel, KernelSet
+from tsallis.derivations import symbols as S
+from tsallis.derivations.primitives import expm1, exprel, log1p, log1prel, log1prel_slope
+from tsallis.derivations.result import Kernel, KernelSet
 
 SOURCE = "derivations/discrete.py"
 
@@ -72,7 +72,7 @@ def entmax15_threshold() -> sp.Expr:
 def entmax_gppr_weight() -> sp.Expr:
     """s = dp/dz written in p: s = p^(2 - alpha) on the support, 0 off it.
 
-    Derived by differentiating p = [(alpha - 1) z - tau]^(1/(alpha-1)) (seed 000 eq 7)
+    Derived by differentiating p = [(alpha - 1) z - tau]^(1/(alpha-1)) (Martins 2020 eq 7)
     inside the support and eliminating the base with base = p^(alpha - 1).
     """
     base = sp.Symbol("base", positive=True)
@@ -141,7 +141,7 @@ def evidential_mass() -> sp.Expr:
     return stable
 
 
-# --- symbolic checks (seed 002 eqs 9, 12, Lemma 3.2; seed 000 Prop 3 -> eq 14) ---
+# --- symbolic checks (Chen 2021 eqs 9, 12, Lemma 3.2; Martins 2020 Prop 3 -> eq 14) ---
 
 
 def _scores(count: int) -> list[sp.Symbol]:
@@ -305,7 +305,7 @@ def check_finite_prop3(count: int) -> int:
 
 
 def run_symbolic_checks() -> dict[str, int]:
-    """All of seed 002's identities and the finite Prop 3, for K = 3 and 4."""
+    """All of Chen 2021's identities and the finite Prop 3, for K = 3 and 4."""
     counts: dict[str, int] = {}
     for count in (3, 4):
         counts[f"eq9_K{count}"] = check_ev_softmax_jacobian(count)
@@ -364,6 +364,6 @@ def derive_discrete() -> KernelSet:
     return KernelSet(
         name="discrete",
         title="Finite sparse maps: sparsemax, entmax, ev-softmax",
-        source="seed 000 eqs 3, 14, 17-18; seed 002 eqs 4-12",
+        source="Martins 2020 eqs 3, 14, 17-18; Chen 2021 eqs 4-12",
         kernels=kernels,
     )

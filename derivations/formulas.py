@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 import sympy as sp
 
-from derivations.result import FamilyDerivation, KernelSet
+from tsallis.derivations.result import FamilyDerivation, KernelSet
 
 _ROWS = (
     ("score f", "score"),

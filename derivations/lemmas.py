@@ -11,7 +11,7 @@ from functools import cache
 
 import sympy as sp
 
-from derivations.primitives import NormalMass, betaincinv
+from tsallis.derivations.primitives import NormalMass, betaincinv
 
 _A = sp.Symbol("a", positive=True)
 _B = sp.Symbol("b", positive=True)

@@ -1,4 +1,4 @@
-"""Location-scale continuous sparsemax families (seed 000 eq 13).
+"""Location-scale continuous sparsemax families (Martins 2020 eq 13).
 
 f(t) = -(1/sigma) g'(|t-mu|/sigma) with g convex and C^1 on [0, oo).
 p = [-lambda + f]_+ has support |t - mu| < sigma a, where int p = 1 reduces
@@ -11,11 +11,11 @@ from __future__ import annotations
 import mpmath
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.primitives import PositivePart
-from derivations.result import FamilyDerivation, Kernel
-from derivations.safe_parse import parse_formula
-from derivations.sparsemax_1d import common_kernels, edge_tail_cdf
+from tsallis.derivations import symbols as S
+from tsallis.derivations.primitives import PositivePart
+from tsallis.derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations.safe_parse import parse_formula
+from tsallis.derivations.sparsemax_1d import common_kernels, edge_tail_cdf
 
 T = sp.Symbol("t", nonnegative=True)
 A = sp.Symbol("a", positive=True)
@@ -139,7 +139,7 @@ def derive_location_scale(
     return FamilyDerivation(
         name=f"location_scale_{name}",
         title=f"Location-scale family, g(t) = {sp.sstr(g_expr)}",
-        source="seed 000 eq (13)",
+        source="Martins 2020 eq (13)",
         alpha=sp.Integer(2),
         symbols={"x": S.x, "loc": S.loc, "scale": sigma, "a": A, "t": T},
         score=-gp.subs(T, distance) / sigma,

@@ -3,7 +3,7 @@
 One small printer walks the SymPy tree and looks every node up in a typed
 dispatch table (the sympy2jax pattern); user entries override the defaults.
 Anything not in the table raises ``UnprintableError``. This is deliberate:
-SymPy 1.14's own TorchPrinter emits code that does not run (SPEC section 4).
+SymPy 1.14's own TorchPrinter emits code that does not run.
 
 ``Piecewise`` becomes nested ``where``. A branch guarded by ``u > 0`` sees u
 replaced by ``where(u > 0, u, 1)`` (the double-where pattern), so log/pow of
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import sympy as sp
 
-from derivations.primitives import (
+from tsallis.derivations.primitives import (
     LogGammaRatio,
     NormalMass,
     PositivePart,

@@ -8,21 +8,36 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from derivations.alpha_one import derive_gaussian, derive_laplace
-from derivations.attention import derive_attention
-from derivations.beta_gaussian import derive_beta_gaussian
-from derivations.codegen import render_module
-from derivations.deformed import derive_deformed
-from derivations.discrete import derive_discrete
-from derivations.formulas import README, render_formula_sheet, render_readme_table, splice_readme
-from derivations.location_scale import BUILTIN_G, derive_location_scale
-from derivations.result import FamilyDerivation, KernelSet
-from derivations.special_functions import derive_special_functions
-from derivations.triangular import derive_triangular
-from derivations.truncated_parabola import derive_truncated_parabola
-from derivations.truncated_paraboloid import derive_truncated_paraboloid
+from tsallis.derivations.alpha_one import derive_gaussian, derive_laplace
+from tsallis.derivations.attention import derive_attention
+from tsallis.derivations.beta_gaussian import derive_beta_gaussian
+from tsallis.derivations.codegen import render_module
+from tsallis.derivations.deformed import derive_deformed
+from tsallis.derivations.discrete import derive_discrete
+from tsallis.derivations.formulas import (
+    README,
+    render_formula_sheet,
+    render_readme_table,
+    splice_readme,
+)
+from tsallis.derivations.location_scale import BUILTIN_G, derive_location_scale
+from tsallis.derivations.result import FamilyDerivation, KernelSet
+from tsallis.derivations.special_functions import derive_special_functions
+from tsallis.derivations.triangular import derive_triangular
+from tsallis.derivations.truncated_parabola import derive_truncated_parabola
+from tsallis.derivations.truncated_paraboloid import derive_truncated_paraboloid
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def source_checkout() -> Path | None:
+    """The repository root when these derivations run from a source checkout (the
+    folder derivations/ beside pyproject.toml and tsallis/), else None: an installed
+    wheel holds them as tsallis/derivations, which ``tsallis derive`` never rewrites."""
+    here = Path(__file__).resolve().parent
+    if here.name == "derivations" and (ROOT / "pyproject.toml").is_file():
+        return ROOT if (ROOT / "tsallis" / "__init__.py").is_file() else None
+    return None
 
 
 @dataclass(frozen=True)
@@ -83,6 +98,8 @@ OUTPUT_DIRS = {
     "xp": Path("tsallis/core/_generated"),  # one module for both (array namespace)
 }
 FORMULA_SHEET = Path("derivations/FORMULAS.md")
+# where the formula sheet lies in an installed package (package data of tsallis.derivations)
+INSTALLED_FORMULA_SHEET = Path("tsallis/derivations/FORMULAS.md")
 
 
 def _backends(result: FamilyDerivation | KernelSet) -> set[str]:
@@ -107,8 +124,9 @@ def _printed_once(result: FamilyDerivation | KernelSet) -> FamilyDerivation | Ke
     return dataclasses.replace(result, kernels=kernels)
 
 
-def render_all(names: list[str] | None = None) -> dict[Path, str]:
-    """Relative path -> text of every generated file (all targets when names is None)."""
+def render_all(names: list[str] | None = None, readme: bool = True) -> dict[Path, str]:
+    """Relative path -> text of every generated file (all targets when names is None);
+    with ``readme``, in a source checkout, also its README with the formula table."""
     chosen = [t for t in TARGETS if names is None or t.module in names]
     unknown = set(names or ()) - {t.module for t in TARGETS}
     if unknown:
@@ -157,7 +175,7 @@ def render_all(names: list[str] | None = None) -> dict[Path, str]:
     if names is None:
         results = [result for _, result in derived]
         files[FORMULA_SHEET] = render_formula_sheet(results)
-        if (ROOT / README).exists():  # a source checkout: keep its formula table in sync
+        if readme and source_checkout() is not None:  # keep its README's table in sync
             readme = (ROOT / README).read_text(encoding="utf-8")
             files[Path(README)] = splice_readme(readme, render_readme_table(results))
     return files

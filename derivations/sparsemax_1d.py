@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.result import Kernel
+from tsallis.derivations import symbols as S
+from tsallis.derivations.result import Kernel
 
 R = sp.Symbol("r", nonnegative=True)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import mpmath as mp
 import sympy as sp
 
-from derivations.result import Kernel, KernelSet
+from tsallis.derivations.result import Kernel, KernelSet
 
 SOURCE = "derivations/special_functions.py"
 

@@ -1,13 +1,13 @@
-"""Triangular: continuous sparsemax with f = -|t-mu|/b (seed 000 eq 12)."""
+"""Triangular: continuous sparsemax with f = -|t-mu|/b (Martins 2020 eq 12)."""
 
 from __future__ import annotations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.primitives import PositivePart
-from derivations.result import FamilyDerivation, Kernel
-from derivations.sparsemax_1d import (
+from tsallis.derivations import symbols as S
+from tsallis.derivations.primitives import PositivePart
+from tsallis.derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations.sparsemax_1d import (
     R,
     common_kernels,
     densities,
@@ -51,7 +51,7 @@ def derive_triangular() -> FamilyDerivation:
     return FamilyDerivation(
         name="triangular",
         title="Triangular",
-        source="seed 000 eq (12)",
+        source="Martins 2020 eq (12)",
         alpha=sp.Integer(2),
         symbols={"x": S.x, "loc": S.loc, "scale": b, "w": w},
         score=-sp.Abs(S.x - S.loc) / b,

@@ -1,14 +1,14 @@
-"""Truncated parabola: continuous sparsemax with f = -(t-mu)^2/(2 sigma^2) (seed 000 eq 10)."""
+"""Truncated parabola: continuous sparsemax with f = -(t-mu)^2/(2 sigma^2) (Martins 2020 eq 10)."""
 
 from __future__ import annotations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.lemmas import assert_unit, symmetric_beta_cdf
-from derivations.primitives import PositivePart
-from derivations.result import FamilyDerivation, Kernel
-from derivations.sparsemax_1d import R, common_kernels, densities, symmetric_integrals
+from tsallis.derivations import symbols as S
+from tsallis.derivations.lemmas import assert_unit, symmetric_beta_cdf
+from tsallis.derivations.primitives import PositivePart
+from tsallis.derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations.sparsemax_1d import R, common_kernels, densities, symmetric_integrals
 
 
 def derive_truncated_parabola() -> FamilyDerivation:
@@ -35,7 +35,7 @@ def derive_truncated_parabola() -> FamilyDerivation:
     return FamilyDerivation(
         name="truncated_parabola",
         title="Truncated parabola",
-        source="seed 000 eq (10)",
+        source="Martins 2020 eq (10)",
         alpha=sp.Integer(2),
         symbols={"x": S.x, "loc": S.loc, "scale": S.scale, "w": w},
         score=-((S.x - S.loc) ** 2) / (2 * S.scale**2),

@@ -1,4 +1,4 @@
-"""Truncated paraboloid in N dimensions with general Sigma (seed 000 eq 11).
+"""Truncated paraboloid in N dimensions with general Sigma (Martins 2020 eq 11).
 
 p = [-lambda - d^2/2]_+: the alpha = 2, k = 1 member of the radial family,
 solved from int p = 1 with N symbolic.
@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.beta_gaussian import C, solve_radial_family
-from derivations.primitives import PositivePart, expm1
-from derivations.result import FamilyDerivation, Kernel
+from tsallis.derivations import symbols as S
+from tsallis.derivations.beta_gaussian import C, solve_radial_family
+from tsallis.derivations.primitives import PositivePart, expm1
+from tsallis.derivations.result import FamilyDerivation, Kernel
 
 
 def derive_truncated_paraboloid() -> FamilyDerivation:
@@ -42,7 +42,7 @@ def derive_truncated_paraboloid() -> FamilyDerivation:
     return FamilyDerivation(
         name="truncated_paraboloid",
         title="Truncated paraboloid",
-        source="seed 000 eq (11)",
+        source="Martins 2020 eq (11)",
         alpha=sp.Integer(2),
         symbols={"n": S.n, "logdet": S.logdet, "d2": S.d2},
         score=-S.d2 / 2,

@@ -7,7 +7,7 @@ import pytest
 
 @pytest.fixture(scope="session")
 def derived():
-    from derivations.registry import TARGETS
+    from tsallis.derivations.registry import TARGETS
 
     return {target.module: target.derive() for target in TARGETS}
 

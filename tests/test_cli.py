@@ -96,7 +96,7 @@ BAD_INVOCATIONS = [
     (["derive", "location-scale", "--g", "log(t - 1)"], "is not a finite real number"),
     (["derive", "--g", "t**4"], "need(s) the family"),
     (["derive", "--emit", "numpy"], "need(s) the family"),
-    (["derive", "location-scale", "--check", "--g", "t**4"], "takes no family"),
+    (["derive", "location-scale", "--check", "--g", "t**4"], "take no family"),
     (["derive", "nonsense"], "unknown family 'nonsense'"),
     (["convergence", "--rule", "nonsense"], "match(es) no rule"),
     (["convergence", "--case", "z"], "unknown ['z']"),

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from derivations import codegen
-from derivations.formulas import TABLE_BEGIN, TABLE_END, splice_readme
-from derivations.primitives import PositivePart, expm1, exprel, log1p, log1prel
-from derivations.printers import NUMPY, TORCH, BackendPrinter, UnprintableError
-from derivations.registry import ROOT, render_all
-from derivations.result import Kernel
+from tsallis.derivations import codegen
+from tsallis.derivations.formulas import TABLE_BEGIN, TABLE_END, splice_readme
+from tsallis.derivations.primitives import PositivePart, expm1, exprel, log1p, log1prel
+from tsallis.derivations.printers import NUMPY, TORCH, BackendPrinter, UnprintableError
+from tsallis.derivations.registry import ROOT, render_all
+from tsallis.derivations.result import Kernel
 
 x, y = sp.symbols("x y", positive=True)
 z = sp.Symbol("z", real=True)

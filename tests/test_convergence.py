@@ -1,4 +1,4 @@
-"""Convergence studies: the fitted rates match SPEC 3.4, and the CLI output has its fields."""
+"""Convergence studies: the fitted rates match the expected orders; the CLI output's fields."""
 
 from __future__ import annotations
 

@@ -9,10 +9,10 @@ import mpmath as mp
 import pytest
 import sympy as sp
 
-from derivations import symbols as S
-from derivations.beta_gaussian import derive_beta_gaussian
-from derivations.location_scale import InvalidScoreError, derive_location_scale, parse_g
-from derivations.result import FamilyDerivation
+from tsallis.derivations import symbols as S
+from tsallis.derivations.beta_gaussian import derive_beta_gaussian
+from tsallis.derivations.location_scale import InvalidScoreError, derive_location_scale, parse_g
+from tsallis.derivations.result import FamilyDerivation
 
 
 def _same_positive(a: sp.Expr, b: sp.Expr) -> bool:
@@ -27,7 +27,7 @@ def _same_positive(a: sp.Expr, b: sp.Expr) -> bool:
 def test_eq10_truncated_parabola(derived):
     paper = -sp.Rational(1, 2) * (3 / (2 * S.scale)) ** sp.Rational(2, 3)
     assert sp.simplify(derived["truncated_parabola"].threshold - paper) == 0
-    # support a = (3 sigma^2 / 2)^(1/3) (SPEC 3.2)
+    # support a = (3 sigma^2 / 2)^(1/3)
     assert (
         sp.simplify(
             derived["truncated_parabola"].support - (3 * S.scale**2 / 2) ** sp.Rational(1, 3)
@@ -88,7 +88,7 @@ def test_beta_gaussian_alpha2_is_paraboloid(derived):
 
 
 def test_beta_gaussian_spec_normalization(derived):
-    """SPEC 3.2: (2 pi)^(N/2) det^(1/2) (alpha-1)^k c^(k+N/2) Gamma(k+1)/Gamma(k+1+N/2) = 1."""
+    """Normalization: (2 pi)^(N/2) det^(1/2) (alpha-1)^k c^(k+N/2) Gamma(k+1)/Gamma(k+1+N/2) = 1."""
     c = -derived["beta_gaussian"].threshold
     k = 1 / (S.alpha - 1)
     spec = (

@@ -1,4 +1,4 @@
-"""tsallis.discrete: finite maps against mpmath, seed 002's identities and properties.
+"""tsallis.discrete: finite maps against mpmath, Chen 2021's identities and properties.
 
 Tolerances: float64 results are compared at 1e-13 (a few ulps of O(1)
 probabilities); float32 at 1e-6 (8 ulps of 1), with inputs rounded to
@@ -14,8 +14,8 @@ import scipy.special
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from derivations import discrete as symbolic
 from tsallis import discrete as D
+from tsallis.derivations import discrete as symbolic
 
 FIG1 = np.array([0.4, 1.4, -0.8])
 ALPHAS = (1.0, 1.01, 1.3, 1.5, 2.0, 2.7, 3.0, 5.0)
@@ -62,7 +62,7 @@ def test_symbolic_checks_can_fail(monkeypatch):
         symbolic.check_ev_softmax_jacobian(3)
 
 
-# --- seed 002 Fig 1 ---
+# --- Chen 2021 Fig 1 ---
 
 
 def test_fig1_example():
@@ -251,7 +251,7 @@ def test_theorem_3_1(examples):
     check()
 
 
-# --- seed 002 Table 1 and the support condition, under hypothesis ---
+# --- Chen 2021 Table 1 and the support condition, under hypothesis ---
 
 vectors = (
     st.integers(2, 12)

@@ -104,7 +104,7 @@ def test_density_integrates_to_one_and_is_sparse():
 
 
 def test_lemma_5_3_is_verified_symbolically_and_the_check_can_fail():
-    from derivations.deformed import verify_z_scaling
+    from tsallis.derivations.deformed import verify_z_scaling
 
     assert verify_z_scaling()
     assert not verify_z_scaling(lambda alpha: 2 - alpha)  # log_{2-alpha} in place of log_alpha

@@ -1,4 +1,4 @@
-"""Quadrature rules against mpmath: exactness, the convergence orders of SPEC 3.4,
+"""Quadrature rules against mpmath: exactness, the expected convergence orders,
 the end point counted once, and kink-aware spectral convergence."""
 
 from __future__ import annotations

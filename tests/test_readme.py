@@ -1,7 +1,10 @@
-"""The README's examples run as written: Python blocks in-process, bash blocks as commands."""
+"""The README's examples run as written: Python blocks in-process (doctest blocks through
+doctest, with their outputs checked; the runner is the one the wheel's smoke test uses),
+bash blocks as commands."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 import subprocess
@@ -18,18 +21,26 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README.read_text(), re.S)
 
 
-def test_python_blocks_run():
+def _runner():  # .ci/readme_examples.py (a script, not a package)
+    spec = importlib.util.spec_from_file_location(
+        "readme_examples", ROOT / ".ci/readme_examples.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_python_blocks_run(tmp_path, monkeypatch):
     blocks = _blocks("python")
-    assert len(blocks) >= 6
-    for block in blocks:
-        exec(compile(block, "README.md", "exec"), {})
+    assert len(blocks) >= 6 and sum(">>>" in block for block in blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    assert _runner().main(str(README)) == 0
 
 
-def test_opens_with_the_two_setup_commands():
-    first = _blocks("bash")[0].strip().splitlines()
-    assert len(first) == 2
-    assert "tsallis derive" in first[0] and "tsallis verify" in first[0]
-    assert first[1] == "pytest"
+def test_opens_with_the_install_and_test_commands_then_the_main_job():
+    first, second = (block.strip().splitlines() for block in _blocks("bash")[:2])
+    assert first == ['pip install torch==2.13.0 && pip install -e ".[torch,dev]"', "pytest"]
+    assert second == ["tsallis derive && tsallis verify"]
 
 
 # .ci/run runs this example itself, as its own step; running it twice costs ~30 s of CI.
@@ -37,8 +48,9 @@ RUN_BY_CI = {"tsallis derive --check"}
 
 
 def _commands() -> list[str]:
-    """Every line of the example bash blocks (the set-up block is what CI itself runs)."""
-    lines = [line for block in _blocks("bash")[1:] for line in block.splitlines()]
+    """Every line of the example bash blocks (the set-up and main-job blocks are what CI
+    itself runs)."""
+    lines = [line for block in _blocks("bash")[2:] for line in block.splitlines()]
     return [line.split("  #")[0].strip() for line in lines if line.strip()]
 
 

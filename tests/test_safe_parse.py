@@ -14,9 +14,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tsallis
-from derivations.location_scale import InvalidScoreError, parse_g
-from derivations.safe_parse import MAX_DEPTH, MAX_LENGTH, parse_formula
 from tsallis import cli
+from tsallis.derivations.location_scale import InvalidScoreError, parse_g
+from tsallis.derivations.safe_parse import MAX_DEPTH, MAX_LENGTH, parse_formula
 
 T = sp.Symbol("t", nonnegative=True)
 
@@ -139,7 +139,7 @@ def test_hostile_strings_exit_2_from_the_cli(template, tmp_path, capsys, no_stri
 
 def test_valid_g_still_derives_without_string_eval(no_string_eval):
     """The whole derivation runs with the string evaluator disabled."""
-    from derivations.location_scale import derive_location_scale
+    from tsallis.derivations.location_scale import derive_location_scale
 
     no_string_eval("t^4/12")
     no_string_eval("t**4/12")

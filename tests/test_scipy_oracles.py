@@ -69,7 +69,7 @@ def test_triangular_is_triang(loc, b):
 
 @pytest.mark.parametrize(("loc", "sigma"), [(0.3, 1.0), (-1.0, 1e-3), (2.0, 1e3)])
 def test_truncated_parabola_is_beta22(loc, sigma):
-    a = (1.5 * sigma**2) ** (1 / 3)  # oracle: SPEC 3.2 half-width
+    a = (1.5 * sigma**2) ** (1 / 3)  # oracle: the half-width
     ref = stats.beta(2, 2, loc=loc - a, scale=2 * a)
     _compare(tsallis.TruncatedParabola(loc, sigma), ref, x=loc + a * X / 2, entropy=False)
 

@@ -1,4 +1,4 @@
-"""The time-warping experiment (seed 001 sec 6.1): data, labels, model guard, and that it learns."""
+"""The time-warping experiment (Moreno 2022 sec 6.1): data, labels, model guard, learning."""
 
 from __future__ import annotations
 
@@ -124,3 +124,27 @@ def test_table_intervals_match_scipy():
     diff = 100 * (kern - soft)
     low, high = stats.t.interval(0.95, diff.size - 1, diff.mean(), stats.sem(diff))
     assert f"{low:+.2f} to {high:+.2f}" in table and "5 of 5" in table
+
+
+def test_table_intervals_stay_within_0_and_100():
+    """Accuracies near 100 %: the t-interval and the +-1.96 sd range are clipped to
+    [0, 100] (the header says so) instead of reaching past 100."""
+    report = tw.Report(tw.Settings(models=("continuous softmax",)))
+    for seed, accuracy in enumerate([1.0, 0.99, 1.0, 0.97]):
+        report.runs.append(tw.RunResult("continuous softmax", seed, accuracy, 1.0))
+    table = report.table()
+    assert "clipped to [0, 100]" in table
+    row = next(line for line in table.splitlines() if line.startswith("| continuous softmax"))
+    numbers = [float(v) for v in row.replace("|", " ").replace(" to ", " ").split()[2:6]]
+    assert max(numbers) == 100.0 and min(numbers) >= 0.0, row
+
+
+def test_progress_is_quiet_when_piped():
+    """The progress bar (tqdm) writes nothing to a stream that is not a terminal."""
+    import io
+
+    stream = io.StringIO()
+    progress = tw._Progress(3, stream)
+    for step in range(3):
+        progress.step(f"step {step}")
+    assert "\r" not in stream.getvalue() and stream.getvalue() == ""

@@ -1,4 +1,4 @@
-"""torch_bridge kernel attention (seed 001 Alg 1) against mpmath and tsallis.kernels;
+"""torch_bridge kernel attention (Moreno 2022 Alg 1) against mpmath and tsallis.kernels;
 gradcheck, the Leibniz rule against finite differences, log space, bad input."""
 
 from __future__ import annotations

@@ -6,18 +6,27 @@ broadcast, work in float32 and float64 on any device, and are differentiable
 with finite gradients on the valid domain (double-where guards).
 
 Ops:
-- continuous attention (seed 000): ``GaussianRBF``, ``continuous_attention``,
+- continuous attention (Martins 2020): ``GaussianRBF``, ``continuous_attention``,
   ``ContinuousAttention``, ``ridge_value_function``, ``loc_scale_from_natural``
   (torch_bridge.attention);
-- kernel attention (seed 001 Alg 1): ``kernel_attention``, ``KernelAttention``
+- kernel attention (Moreno 2022 Alg 1): ``kernel_attention``, ``KernelAttention``
   (torch_bridge.kernel);
 - ``BetaGaussian``, a torch.distributions.Distribution (torch_bridge.distributions);
-- ev-softmax (seed 002): ``ev_softmax``, ``log_ev_softmax``,
+- ev-softmax (Chen 2021): ``ev_softmax``, ``log_ev_softmax``,
   ``ev_softmax_nll_loss``, ``EvSoftmax``, ``LogEvSoftmax`` (torch_bridge.discrete);
-- sparsemax and alpha-entmax (seed 000 eq 3) with their Fenchel-Young losses:
+- sparsemax and alpha-entmax (Martins 2020 eq 3) with their Fenchel-Young losses:
   ``sparsemax``, ``entmax``, ``sparsemax_loss``, ``entmax_loss``, ``Sparsemax``,
   ``Entmax`` (torch_bridge.entmax).
 """
+
+try:
+    import torch as _torch  # noqa: F401
+except ImportError as _missing:  # the extra was not installed
+    raise ImportError(
+        "torch_bridge needs PyTorch, which tsallis installs only with its torch extra: pip"
+        ' install "tsallis[torch]" (on a CPU-only machine install the CPU wheel first, e.g.'
+        " pip install torch==2.13.0, so that pip does not pull a CUDA build)"
+    ) from _missing
 
 from torch_bridge import _generated as closed_forms
 from torch_bridge.attention import (

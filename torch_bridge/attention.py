@@ -1,4 +1,4 @@
-"""Continuous attention in Torch (seed 000 section 3, Prop 3, Alg 1).
+"""Continuous attention in Torch (Martins 2020 section 3, Prop 3, Alg 1).
 
 rho_j = E_p[psi_j] for the alpha-entmax density p of f(t) = theta^T phi(t)
 and Gaussian RBFs psi_j; J = d rho / d theta = cov_{p,2-alpha}(phi, psi) (Prop 3).
@@ -379,7 +379,7 @@ def continuous_attention(
     validate: bool = True,
     angles: int | None = None,
 ) -> torch.Tensor:
-    """rho_j = E_p[psi_j] for the alpha-entmax density p (seed 000 eq 15), shape (..., N).
+    """rho_j = E_p[psi_j] for the alpha-entmax density p (Martins 2020 eq 15), shape (..., N).
 
     1D: ``loc`` and ``scale`` (sigma > 0) broadcast to (...); any alpha >= 1.
     2D: ``loc`` (..., 2), ``scale`` = Sigma (..., 2, 2) positive definite;
@@ -403,7 +403,7 @@ def continuous_attention(
 def ridge_value_function(
     positions: torch.Tensor, basis: GaussianRBF, penalty: float
 ) -> torch.Tensor:
-    """G = F^T (F F^T + penalty I)^-1 (seed 000 eq 16), shape (L, N); B = H G.
+    """G = F^T (F F^T + penalty I)^-1 (Martins 2020 eq 16), shape (L, N); B = H G.
 
     F[j, l] = psi_j(t_l) for ``positions`` (L,) in 1D or (L, 2) in 2D. Solved
     by Cholesky in float64, returned in the basis dtype. Cached on the basis

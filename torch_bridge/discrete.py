@@ -1,4 +1,4 @@
-"""Evidential softmax (seed 002 eqs 7, 9, 10, 12) as Torch ops.
+"""Evidential softmax (Chen 2021 eqs 7, 9, 10, 12) as Torch ops.
 
 ev_softmax_train,eps(x) = softmax(y), where y = x on the support
 S = {k : x_k >= min(mean(x), max(x))} and y = x + c off it, with the eq 10
@@ -170,7 +170,7 @@ def ev_softmax_nll_loss(
     ignore_index: int = -100,
     reduction: str = "mean",
 ) -> torch.Tensor:
-    """Negative log-likelihood of ev_softmax_train,eps (seed 002 section 3.2).
+    """Negative log-likelihood of ev_softmax_train,eps (Chen 2021 section 3.2).
 
     Shapes as ``F.cross_entropy``: logits (N, C) or (N, C, d1, ...) with the
     classes along dim 1, or (C,) unbatched. Its gradient tends to

@@ -2,7 +2,7 @@
 
 p(t) proportional to [1 - (alpha-1) (d^2/2 - c)]_+^(1/(alpha-1)) with
 d^2 = (t - loc)^T Sigma^-1 (t - loc): the alpha-entmax of
-f(t) = -d^2 / 2 (seed 000 Def 2 with a quadratic f). alpha > 1; alpha -> 1 is
+f(t) = -d^2 / 2 (Martins 2020 Def 2 with a quadratic f). alpha > 1; alpha -> 1 is
 the Gaussian. All closed forms (threshold, radius, log density, variance,
 Tsallis entropy) are the generated ones in torch_bridge.closed_forms.beta_gaussian.
 """
@@ -403,7 +403,7 @@ class BetaGaussian(Distribution):
         return terms
 
     def entropy(self) -> torch.Tensor:
-        """The Tsallis alpha-entropy (seed 000 eq 6), not the Shannon entropy."""
+        """The Tsallis alpha-entropy (Martins 2020 eq 6), not the Shannon entropy."""
         if self.multivariate:
             out = _gen.tsallis_entropy(self.alpha, self.dim, self._logdet)
         else:

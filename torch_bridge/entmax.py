@@ -1,10 +1,10 @@
-"""Sparsemax, alpha-entmax and their Fenchel-Young losses as Torch ops (seed 000 eq 3).
+"""Sparsemax, alpha-entmax and their Fenchel-Young losses as Torch ops (Martins 2020 eq 3).
 
 The maps run the shared core (tsallis.core.discrete.entmax_map: Newton's method on
 the threshold, exact to the working dtype, then renormalized on the support; small
 calls at alpha = 2 and 3/2 take the sort-based closed forms), which the NumPy face
 runs too; this module adds the autograd Function with the
-closed-form gppr backward (seed 000 Prop 3, finite case; the alpha-gradient from
+closed-form gppr backward (Martins 2020 Prop 3, finite case; the alpha-gradient from
 derivations/discrete.py), the Modules and the losses.
 
 Conventions (those of the ``entmax`` package, extended):

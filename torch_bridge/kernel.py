@@ -1,4 +1,4 @@
-"""Kernel attention in Torch (seed 001 section 5, Alg 1): kernel softmax and sparsemax / entmax.
+"""Kernel attention in Torch (Moreno 2022 section 5, Alg 1): kernel softmax and sparsemax / entmax.
 
 p(t) = q0(t) exp_{2-alpha}(f~(t)) / Z on the base interval [a, b], with
 f~(t) = sum_i gamma_i k(t, t_i) (Gaussian or Laplace kernel), and
@@ -52,7 +52,7 @@ def kernel_attention(
     nodes: int | None = None,
     validate: bool = True,
 ) -> torch.Tensor:
-    """r_j = E_p[psi_j] for the kernel deformed-exponential density (seed 001 Alg 1), (..., N).
+    """r_j = E_p[psi_j] for the kernel deformed-exponential density (Moreno 2022 Alg 1), (..., N).
 
     ``gamma`` (..., M) are the kernel weights at the ``inducing`` points (M,)
     (shared by the batch); ``kernel`` "gaussian" or "laplace" with
@@ -141,7 +141,7 @@ def kernel_attention(
 
 
 class KernelAttention(nn.Module):
-    """Kernel attention layer: forward(gamma, values) -> context B r (seed 001 Alg 1).
+    """Kernel attention layer: forward(gamma, values) -> context B r (Moreno 2022 Alg 1).
 
     Holds the inducing points (a buffer, or a parameter when given one), the
     basis and the kernel settings of ``kernel_attention``. ``values`` B is

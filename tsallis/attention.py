@@ -1,6 +1,6 @@
 """Continuous attention with Gaussian RBFs: rho, its Jacobian, and the value function.
 
-rho(theta) = E_p[psi] (seed 000 eq 15) and J = d rho / d theta =
+rho(theta) = E_p[psi] (Martins 2020 eq 15) and J = d rho / d theta =
 cov_{p,2-alpha}(phi, psi) (Prop 3, eq 18), for p the alpha-entmax of
 f(t) = theta^T phi(t), phi = [t, t^2] in 1D and [t, vec(t t^T)] in D dims.
 
@@ -344,7 +344,7 @@ def _evaluate(
 
 
 def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> FloatArray:
-    """rho_j = E_p[psi_j] (seed 000 eq 15), shape (..., N).
+    """rho_j = E_p[psi_j] (Martins 2020 eq 15), shape (..., N).
 
     1D: ``loc`` and ``scale`` (= sigma, the attention density has score
     -(t - loc)^2 / (2 sigma^2)) broadcast to (...). D dims: ``loc`` (..., D),
@@ -370,7 +370,7 @@ def ridge_value_function(
     basis: GaussianRBF,
     penalty: float,
 ) -> FloatArray:
-    """B = H G with G = F^T (F F^T + penalty I)^-1 (seed 000 eq 16), shape (..., D_v, N).
+    """B = H G with G = F^T (F F^T + penalty I)^-1 (Martins 2020 eq 16), shape (..., D_v, N).
 
     ``H`` (..., D_v, L) holds the observations at ``positions`` ((L,) in 1D,
     (L, D) in D dims); F[j, l] = psi_j(t_l). G is cached on the basis per

@@ -1,4 +1,4 @@
-"""The ``tsallis`` command: derive, verify, convergence, figures, experiment."""
+"""The tsallis command: derive, verify, convergence, figures, experiment."""
 
 from __future__ import annotations
 
@@ -113,8 +113,10 @@ def need_matplotlib(what: str) -> None:
 
 def _derive(args: argparse.Namespace) -> int:
     if args.family == "location-scale":
-        if args.check:
-            raise UsageError("derive: --check regenerates every family; it takes no family")
+        if args.check or args.out is not None:
+            raise UsageError(
+                "derive: --check and --out regenerate every family; they take no family"
+            )
         return _derive_location_scale(args)
     if args.family is not None:
         raise UsageError(
@@ -123,19 +125,46 @@ def _derive(args: argparse.Namespace) -> int:
     given = [f"--{name}" for name in ("g", "emit") if getattr(args, name) is not None]
     if given:
         raise UsageError(f"derive: {', '.join(given)} need(s) the family: derive location-scale")
-    from derivations.codegen import compare_or_update
-    from derivations.registry import OUTPUT_DIRS, ROOT, render_all
+    from tsallis.derivations.codegen import compare_or_update
+    from tsallis.derivations.registry import (
+        FORMULA_SHEET,
+        INSTALLED_FORMULA_SHEET,
+        OUTPUT_DIRS,
+        render_all,
+        source_checkout,
+    )
+
+    checkout = source_checkout()
+    sheet = FORMULA_SHEET
+    if args.out is not None:  # FORMULAS.md at the top, the modules at their package paths
+        base, sheet = output_dir(args.out, "derive --out"), Path("FORMULAS.md")
+        files = render_all(readme=False)
+    elif checkout is not None:
+        base, files = checkout, render_all()
+    elif args.check:  # an installed package: compare, never write
+        import tsallis
+
+        base, sheet = Path(tsallis.__file__).resolve().parent.parent, INSTALLED_FORMULA_SHEET
+        files = render_all(readme=False)
+    else:
+        raise UsageError(
+            "derive: tsallis is installed here, not run from a source checkout, and an"
+            " installed package is never rewritten: pass --out DIR to write the generated"
+            " modules and FORMULAS.md into DIR"
+        )
+
+    def where(relative: Path) -> Path:
+        return base / (sheet if relative == FORMULA_SHEET else relative)
 
     drift = []
-    files = render_all()
     for relative, text in files.items():
-        diff = compare_or_update(ROOT / relative, text, update=not args.check)
+        diff = compare_or_update(where(relative), text, update=not args.check)
         if diff:
             drift.append(diff)
     # A module no derivation emits any more (a kernel moved to the shared core) is stale.
     for folder in OUTPUT_DIRS.values():
-        for path in sorted((ROOT / folder).glob("*.py")):
-            if path.relative_to(ROOT) not in files:
+        for path in sorted(where(folder).glob("*.py")):
+            if folder / path.name not in files:
                 drift.append(f"stale generated module (no derivation emits it): {path}\n")
                 if not args.check:
                     path.unlink()
@@ -143,22 +172,23 @@ def _derive(args: argparse.Namespace) -> int:
         if drift:
             sys.stdout.write("".join(drift))
             print(
-                f"derive --check: {len(drift)} generated file(s) out of sync; "
-                "run `tsallis derive`.",
+                f"derive --check: {len(drift)} generated file(s) out of sync under {base};"
+                " run `tsallis derive`.",
                 file=sys.stderr,
             )
             return 1
-        print("derive --check: generated code is in sync with derivations/")
+        print(f"derive --check: the generated code under {base} is in sync with the derivations")
         return 0
-    print(f"derive: {len(drift)} file(s) updated" if drift else "derive: everything up to date")
+    state = f"{len(drift)} file(s) updated" if drift else "everything up to date"
+    print(f"derive: {state} under {base}")
     return 0
 
 
 def _derive_location_scale(args: argparse.Namespace) -> int:
     import sympy as sp
 
-    from derivations.codegen import render_module
-    from derivations.location_scale import InvalidScoreError, derive_location_scale
+    from tsallis.derivations.codegen import render_module
+    from tsallis.derivations.location_scale import InvalidScoreError, derive_location_scale
 
     if args.g is None:
         raise UsageError("derive location-scale: --g is required, e.g. --g 't**4/12'")
@@ -219,6 +249,10 @@ def _figures(args: argparse.Namespace) -> int:
 def _experiment(args: argparse.Namespace) -> int:
     import dataclasses
 
+    try:  # before the experiment's module, which imports torch
+        import torch  # noqa: F401
+    except ImportError:
+        raise UsageError("experiment needs torch: pip install 'tsallis[torch]'") from None
     from tsallis.experiments import time_warping
 
     fields = ("series", "seeds", "epochs")
@@ -235,10 +269,6 @@ def _experiment(args: argparse.Namespace) -> int:
         print("experiment: --series is too small for a test split", file=sys.stderr)
         return 2
     figure = None if args.figure == "" else args.figure
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        raise UsageError("experiment needs torch: pip install 'tsallis[torch]'") from None
     if figure is not None:  # checked before hours of training, not after
         output_file(figure, "experiment --figure")
         need_matplotlib("experiment --figure")
@@ -253,11 +283,22 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=EXIT_CODES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from tsallis import __version__
+    from tsallis.convergence import CASES, RULES
+    from tsallis.figures import FIGURES
+    from tsallis.verify import FAMILIES
+
+    parser.add_argument("--version", action="version", version=f"tsallis {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     derive = sub.add_parser(
         "derive", help="regenerate closed forms (or derive one location-scale g)"
     )
-    derive.add_argument("family", nargs="?", help="'location-scale' to derive a custom g")
+    derive.add_argument(
+        "family",
+        nargs="?",
+        help="the one valid name, location-scale, derives the family of a custom g (--g);"
+        " without it every closed form is regenerated",
+    )
     derive.add_argument(
         "--check", action="store_true", help="write nothing; exit 1 with a diff on drift"
     )
@@ -266,6 +307,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="g(t) as a SymPy string, e.g. 't**4/12' (write --g=EXPR if EXPR starts with '-')",
     )
     derive.add_argument("--emit", choices=["numpy", "torch"], help="also print generated source")
+    derive.add_argument(
+        "--out",
+        metavar="DIR",
+        help="write the generated modules and FORMULAS.md under DIR (needed where tsallis"
+        " is installed rather than run from a source checkout, which derive never rewrites)",
+    )
     derive.add_argument(
         "--dps",
         type=_digits,
@@ -286,28 +333,43 @@ def build_parser() -> argparse.ArgumentParser:
         default=40,
         help=f"mpmath working digits, {DPS_RANGE[0]} to {DPS_RANGE[1]} (default 40)",
     )
-    verify.add_argument("--family", nargs="+", help="restrict to these families")
+    verify.add_argument(
+        "--family",
+        nargs="+",
+        metavar="NAME",
+        help=f"restrict to these families: {', '.join(FAMILIES)}",
+    )
     verify.add_argument("--json", action="store_true", help="print one JSON object")
     verify.add_argument(
         "--full", action="store_true", help="also every grid point of every quantity"
     )
     verify.set_defaults(handler=_verify)
     convergence = sub.add_parser("convergence", help="quadrature error against nodes, vs mpmath")
-    convergence.add_argument("--case", nargs="+", help="cases a-f (default: all)")
     convergence.add_argument(
-        "--rule", nargs="+", help="keep rules whose name contains one of these"
+        "--case",
+        nargs="+",
+        metavar="CASE",
+        help=f"cases {', '.join(CASES)} (default: all; see the module tsallis.convergence)",
+    )
+    convergence.add_argument(
+        "--rule",
+        nargs="+",
+        metavar="RULE",
+        help=f"keep rules whose name contains one of these: {', '.join(RULES)}",
     )
     convergence.add_argument("--json", action="store_true", help="print a JSON list")
     convergence.add_argument(
         "--plot", metavar="PATH", help="write an error-vs-nodes figure (matplotlib)"
     )
     convergence.set_defaults(handler=_convergence)
-    figures = sub.add_parser("figures", help="draw the seed papers' figures (matplotlib)")
+    figures = sub.add_parser("figures", help="draw the papers' figures (matplotlib)")
     figures.add_argument("--out", default="figures", help="output folder (default figures/)")
-    figures.add_argument("--only", nargs="+", metavar="NAME", help="draw only these figures")
+    figures.add_argument(
+        "--only", nargs="+", metavar="NAME", help=f"draw only these: {', '.join(FIGURES)}"
+    )
     figures.set_defaults(handler=_figures)
     experiment = sub.add_parser("experiment", help="train small models with the torch ops")
-    experiment.add_argument("name", choices=["time-warping"], help="seed 001 sec 6.1")
+    experiment.add_argument("name", choices=["time-warping"], help="Moreno 2022 sec 6.1")
     experiment.add_argument("--series", type=int, help="dataset size (default 10000)")
     experiment.add_argument("--seeds", type=int, help="independent runs (default 8)")
     experiment.add_argument("--epochs", type=int, help="epochs per run (default 12)")

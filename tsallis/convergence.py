@@ -1,6 +1,6 @@
 """``tsallis convergence``: quadrature error against node count, against mpmath.
 
-Cases (SPEC 3.4; seed 001 sec 5.3.1), with f~ = sum_i gamma_i k(t, t_i):
+Cases (Moreno 2022 sec 5.3.1), with f~ = sum_i gamma_i k(t, t_i):
 - a: Gaussian-kernel exponential family on R, Gaussian q0: trapezoid on the line.
 - b: the same f~ on [0, 1], uniform base: trapezoid (expect O(h^2)) and Gauss-Legendre.
 - c: kernel deformed family, alpha = 2, Laplace kernel on [0, 1]: trapezoid (kinks: O(h^2)).

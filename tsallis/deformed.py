@@ -1,4 +1,4 @@
-"""beta-logarithm, beta-exponential and the discrete Tsallis entropy (seed 000 eqs 4, 6)."""
+"""beta-logarithm, beta-exponential and the discrete Tsallis entropy (Martins 2020 eqs 4, 6)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ def log_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:
     if (u_ < 0).any():
         raise ValueError("u must be >= 0")
     with np.errstate(divide="ignore"):
-        return _gen.log_beta(u_, check.as_float("beta", beta))
+        return check.scalar_or_array(_gen.log_beta(u_, check.as_float("beta", beta)))
 
 
 def exp_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:
     """exp_beta(u) = [1 + (1-beta) u]_+^(1/(1-beta)), exp u at beta = 1; smooth in beta."""
     with np.errstate(over="ignore"):
-        return _gen.exp_beta(check.as_float("u", u, allow_inf=True), check.as_float("beta", beta))
+        value = _gen.exp_beta(check.as_float("u", u, allow_inf=True), check.as_float("beta", beta))
+    return check.scalar_or_array(value)
 
 
 def tsallis_entropy(p: ArrayLike, alpha: ArrayLike, axis: int = -1) -> np.ndarray:
@@ -38,7 +39,8 @@ def tsallis_entropy(p: ArrayLike, alpha: ArrayLike, axis: int = -1) -> np.ndarra
     total = p_.sum(axis=axis)
     if not np.allclose(total, 1.0, rtol=0, atol=1e-6):
         raise ValueError(
-            f"p must sum to 1 along axis {axis}, got sums in [{total.min()}, {total.max()}]"
+            f"p must sum to 1 along axis {axis}, got sums in"
+            f" [{check.plain(total.min())}, {check.plain(total.max())}]"
         )
     alpha_ = np.expand_dims(alpha_, axis) if alpha_.ndim else alpha_
-    return _gen.tsallis_entropy_term(p_, alpha_).sum(axis=axis)
+    return check.scalar_or_array(_gen.tsallis_entropy_term(p_, alpha_).sum(axis=axis))

@@ -1,7 +1,7 @@
 """Finite sparse maps: softmax, sparsemax, alpha-entmax and evidential softmax.
 
 Seed 000 eqs 3 and 14 (the finite Omega_alpha-RPM and its Jacobians) and
-seed 002 (ev-softmax eq 7, its training variant eq 10, Jacobian eq 9, and the
+Chen 2021 (ev-softmax eq 7, its training variant eq 10, Jacobian eq 9, and the
 post-hoc evidential sparsification eqs 4-6 that it generalizes).
 
 Every map acts along ``axis``. The algorithms (sort-based thresholds,
@@ -15,7 +15,7 @@ real input in float64.
 ev-softmax conventions (shared with ``torch_bridge``):
 - the support is {k : v_k >= min(mean(v), max(v))}: the clamp keeps the
   largest entry in the support when the rounded mean of a constant row
-  exceeds every entry by an ulp (SPEC section 4);
+  exceeds every entry by an ulp;
 - ``mask`` marks the valid entries; masked entries and -inf entries take no
   part in the mean and get probability 0 (log-probability -inf); a masked entry
   may hold anything (NaN included), NaN or +inf in a valid entry raises;
@@ -72,11 +72,11 @@ def _restore(out: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
     return np.moveaxis(out, -1, axis).astype(dtype, copy=False)
 
 
-# --- Omega_alpha maps (seed 000 eq 3; alpha = 2 sparsemax, alpha = 3/2 entmax15) ---
+# --- Omega_alpha maps (Martins 2020 eq 3; alpha = 2 sparsemax, alpha = 3/2 entmax15) ---
 
 
 def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
-    """exp(v) / sum exp(v) along ``axis`` (seed 000 eq 3)."""
+    """exp(v) / sum exp(v) along ``axis`` (Martins 2020 eq 3)."""
     z, dtype = _finite_scores(v, axis)
     return _restore(_core.normalized(z), axis, dtype)
 
@@ -107,7 +107,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     return _restore(out, axis, dtype)
 
 
-# --- ev-softmax (seed 002 eqs 7, 10) ---
+# --- ev-softmax (Chen 2021 eqs 7, 10) ---
 
 
 def _valid_entries(z: FloatArray, mask: ArrayLike | None, axis: int) -> NDArray[np.bool_] | None:
@@ -175,7 +175,7 @@ def log_ev_softmax(
     return _ev_normalized(v, axis, mask, eps, log=True)
 
 
-# --- post-hoc evidential sparsification (seed 002 eqs 4-6) ---
+# --- post-hoc evidential sparsification (Chen 2021 eqs 4-6) ---
 
 
 class EvidentialSparsification(NamedTuple):
@@ -187,7 +187,7 @@ class EvidentialSparsification(NamedTuple):
 
 
 def evidential_sparsification(phi: ArrayLike, beta_hat: ArrayLike) -> EvidentialSparsification:
-    """Post-hoc evidential sparsification of Itkina et al. (seed 002 section 2.3).
+    """Post-hoc evidential sparsification of Itkina et al. (Chen 2021 section 2.3).
 
     ``phi`` has shape (..., J): last hidden layer features; ``beta_hat`` has
     shape (J + 1, K): last-layer weights with the bias in row 0. The weights
@@ -229,7 +229,7 @@ def _product_of_others(factors: FloatArray) -> FloatArray:
     return before * after
 
 
-# --- Jacobians (seed 000 eq 14, seed 002 eq 9; gppr form for entmax) ---
+# --- Jacobians (Martins 2020 eq 14, Chen 2021 eq 9; gppr form for entmax) ---
 
 
 def gppr_jacobian(weights: FloatArray) -> FloatArray:

@@ -1,9 +1,9 @@
 """Kernel exponential (alpha = 1) and kernel deformed exponential (alpha > 1)
-families on an interval (seed 001 section 5).
+families on an interval (Moreno 2022 section 5).
 
 f~(t) = sum_i gamma_i k(t, t_i), with a Gaussian or Laplace kernel, and a base
 probability law Q on [a, b]: uniform, or a Gaussian q0 normalized on [a, b].
-Following Alg 1 (seed 001), Z = int exp_{2-alpha}(f~) dQ and p = q0 exp_{2-alpha}(f~) / Z
+Following Alg 1 (Moreno 2022), Z = int exp_{2-alpha}(f~) dQ and p = q0 exp_{2-alpha}(f~) / Z
 (a density on [a, b] with respect to Lebesgue measure).
 
 The quadrature is tsallis.core.kernel, the code torch_bridge.kernel_attention

@@ -1,4 +1,4 @@
-"""Quadrature rules with one small interface (SPEC 3.4).
+"""Quadrature rules with one small interface.
 
 Every rule has ``nodes_weights(n)`` and ``integrate(f, n)``. ``f`` maps an
 array of nodes (n,) to values (..., n), so one call integrates a whole vector
@@ -264,7 +264,7 @@ class KinkAware(Rule):
 
 
 def softplus_positive(v: NDArray[np.floating], sharpness: float) -> NDArray[np.floating]:
-    """softplus(s v) / s, the smoothed [v]_+ of seed 001 sec 5.3.1 (bias <= log(2)/s)."""
+    """softplus(s v) / s, the smoothed [v]_+ of Moreno 2022 sec 5.3.1 (bias <= log(2)/s)."""
     return np.asarray(_deformed.softplus_positive(v, check.positive("sharpness", sharpness)))
 
 

@@ -388,32 +388,26 @@ def _run(case: object, dps: int) -> list[Check]:
     return run_deformed()
 
 
-def _progress(done: int, total: int) -> None:
-    if sys.stderr.isatty():
-        filled = int(30 * done / total)
-        sys.stderr.write(f"\r[{'#' * filled}{' ' * (30 - filled)}] {done}/{total} cases")
-        sys.stderr.flush()
-        if done == total:
-            sys.stderr.write("\n")
-
-
 def run(
     dps: int = 40, families: list[str] | None = None, workers: int | None = None
 ) -> list[Check]:
     """All checks for the selected families, computed in ``workers`` processes."""
+    from tqdm import tqdm  # quiet when stderr is not a terminal (no carriage returns)
+
     todo = cases(families)
     workers = workers or min(len(todo), os.cpu_count() or 1)
     checks: list[Check] = []
-    if workers <= 1:
-        for i, case in enumerate(todo, 1):
-            checks += _run(case, dps)
-            _progress(i, len(todo))
-        return checks
-    with ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(_run, case, dps) for case in todo]
-        for i, future in enumerate(futures, 1):
-            checks += future.result()
-            _progress(i, len(todo))
+    with tqdm(total=len(todo), unit="case", file=sys.stderr, disable=None, leave=False) as bar:
+        if workers <= 1:
+            for case in todo:
+                checks += _run(case, dps)
+                bar.update()
+            return checks
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(_run, case, dps) for case in todo]
+            for future in futures:
+                checks += future.result()
+                bar.update()
     return checks
 
 

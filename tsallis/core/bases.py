@@ -1,4 +1,4 @@
-"""Base laws Q on an interval [a, b] for the kernel families (seed 001 section 5).
+"""Base laws Q on an interval [a, b] for the kernel families (Moreno 2022 section 5).
 
 Shared by the NumPy face (tsallis.kernels) and the Torch face
 (torch_bridge.kernel_attention) through tsallis.core.kernel: each gives log q0

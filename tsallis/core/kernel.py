@@ -1,4 +1,4 @@
-"""Kernel deformed-exponential families on an interval (seed 001 section 5, Alg 1), written once.
+"""Kernel deformed-exponential families on an interval (Moreno 2022 section 5, Alg 1), written once.
 
 p(t) = q0(t) exp_{2-alpha}(f~(t)) / Z on the base interval [a, b], with
 f~(t) = sum_i gamma_i k(t, t_i) (Gaussian or Laplace kernel). Both faces run

@@ -14,18 +14,35 @@ from numpy.typing import ArrayLike, NDArray
 FloatArray = NDArray[np.float64]
 
 
+def plain(value: object) -> str:
+    """A value as an error message prints it: -1.0, not np.float64(-1.0); arrays as
+    NumPy prints them; anything else as its repr."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return repr(value.item())
+    if isinstance(value, np.ndarray):
+        return np.array2string(value, threshold=8)
+    return repr(value)
+
+
+def scalar_or_array(value: ArrayLike) -> FloatArray:
+    """SciPy's convention for results: a NumPy scalar for a 0-d result, else the array."""
+    return np.asarray(value)[()]
+
+
 def as_float(name: str, value: ArrayLike, allow_inf: bool = False) -> FloatArray:
     """``value`` as a float64 array; rejects non-numbers, NaN and (by default) inf.
 
     Strings, bytes and booleans are not numbers here (np.asarray would parse "2").
     """
     if isinstance(value, (str, bytes, bool, np.bool_)) or np.asarray(value).dtype.kind in "USb":
-        raise TypeError(f"{name} must be a real number or array of real numbers, got {value!r}")
+        raise TypeError(
+            f"{name} must be a real number or array of real numbers, got {plain(value)}"
+        )
     try:
         array = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
         raise TypeError(
-            f"{name} must be a real number or array of real numbers, got {value!r}"
+            f"{name} must be a real number or array of real numbers, got {plain(value)}"
         ) from None
     if np.isnan(array).any():
         raise ValueError(f"{name} must not contain NaN")
@@ -40,13 +57,13 @@ def real_at_least(name: str, value: object, lower: float) -> float:
     Strings and booleans are not numbers here, even where float() would take them.
     """
     if isinstance(value, (str, bytes, bool, np.bool_)):
-        raise TypeError(f"{name} must be a real number, got {value!r}")
+        raise TypeError(f"{name} must be a real number, got {plain(value)}")
     try:
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {value!r}") from None
+        raise TypeError(f"{name} must be a real number, got {plain(value)}") from None
     if not (math.isfinite(number) and number >= lower):
-        raise ValueError(f"{name} must be a finite number >= {lower:g}, got {value!r}")
+        raise ValueError(f"{name} must be a finite number >= {lower:g}, got {plain(value)}")
     return number
 
 
@@ -54,7 +71,7 @@ def positive(name: str, value: ArrayLike) -> FloatArray:
     """A finite array with every entry > 0."""
     array = as_float(name, value)
     if (array <= 0).any():
-        raise ValueError(f"{name} must be > 0, got min {array.min()!r}")
+        raise ValueError(f"{name} must be > 0, got min {plain(array.min())}")
     return array
 
 
@@ -81,7 +98,7 @@ def sparse_alpha(value: ArrayLike) -> FloatArray:
     array = as_float("alpha", value)
     if (array <= 1).any():
         raise ValueError(
-            f"alpha must be > 1 for a sparse family, got {array.min()!r}; "
+            f"alpha must be > 1 for a sparse family, got {plain(array.min())}; "
             "use tsallis.Gaussian for alpha = 1"
         )
     return array
@@ -156,10 +173,10 @@ def sample_shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
     for n in entries:
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
             raise TypeError(
-                f"size must be None, an int or a tuple of ints, got {size!r}"
+                f"size must be None, an int or a tuple of ints, got {plain(size)}"
                 f" ({type(n).__name__} is not an integer)"
             )
     shape = tuple(int(n) for n in entries)
     if any(n < 0 for n in shape):
-        raise ValueError(f"size must be non-negative, got {size!r}")
+        raise ValueError(f"size must be non-negative, got {plain(size)}")
     return shape

@@ -31,8 +31,8 @@ class MultivariateFamily:
     def _kernel(self, name: str):  # noqa: ANN202
         return getattr(self._gen, self._names.get(name, name))
 
-    def _scalar(self, name: str) -> float:
-        return float(self._kernel(name)(*self._shape, self.dim, self._logdet))
+    def _scalar(self, name: str) -> np.float64:
+        return np.float64(self._kernel(name)(*self._shape, self.dim, self._logdet))
 
     def mahalanobis2(self, x: ArrayLike) -> FloatArray:
         """d^2 = (x-mu)^T Sigma^-1 (x-mu) for x of shape (..., N)."""
@@ -44,7 +44,7 @@ class MultivariateFamily:
         return np.where(np.isinf(x_).any(axis=-1), np.inf, d2)
 
     @property
-    def threshold(self) -> float:
+    def threshold(self) -> np.float64:
         """lambda / tau (A for alpha = 1)."""
         return self._scalar("threshold")
 
@@ -52,13 +52,13 @@ class MultivariateFamily:
         """Log density (-inf outside the support)."""
         return np.asarray(
             self._kernel("logpdf_d2")(self.mahalanobis2(x), *self._shape, self.dim, self._logdet)
-        )
+        )[()]
 
     def pdf(self, x: ArrayLike) -> FloatArray:
         """Density."""
-        return np.exp(self.logpdf(x))
+        return np.exp(self.logpdf(x))[()]
 
-    def support(self) -> float:
+    def support(self) -> np.float64:
         """Support radius in the Sigma^-1 metric (inf for full support)."""
         return self._scalar("radius")
 
@@ -74,7 +74,7 @@ class MultivariateFamily:
         """Marginal variances (the diagonal of cov())."""
         return np.diag(self.cov()).copy()
 
-    def tsallis_entropy(self) -> float:
+    def tsallis_entropy(self) -> np.float64:
         """H_alpha = -Omega_alpha (eq 6); Shannon at alpha = 1."""
         return self._scalar("tsallis_entropy")
 
@@ -103,7 +103,8 @@ class MultivariateFamily:
         return self.loc + z @ self._chol.T
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(loc={self.loc!r}, scale={self.scale!r})"
+        loc, scale = check.plain(self.loc), check.plain(self.scale)
+        return f"{type(self).__name__}(loc={loc}, scale={scale})"
 
 
 def uniform_directions(

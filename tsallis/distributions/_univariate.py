@@ -37,7 +37,7 @@ class UnivariateFamily:
         return getattr(self._gen, self._names.get(name, name))
 
     def _scalar(self, name: str) -> FloatArray:
-        return np.asarray(self._kernel(name)(*self._shape, self.scale))
+        return check.scalar_or_array(self._kernel(name)(*self._shape, self.scale))
 
     def _at(self, name: str, x: FloatArray) -> FloatArray:
         """Evaluate a kernel at x (or q). Masked branches of np.where may overflow or
@@ -49,7 +49,7 @@ class UnivariateFamily:
             raise FloatingPointError(
                 f"{type(self).__name__}.{name} produced NaN; please report this input"
             )
-        return out
+        return out[()]
 
     @property
     def threshold(self) -> FloatArray:
@@ -72,19 +72,19 @@ class UnivariateFamily:
         """Quantile function (inverse cdf); q in [0, 1]."""
         q_ = check.probability("q", q)
         low, high = self.support()
-        return np.where(q_ <= 0, low, np.where(q_ >= 1, high, self._at("ppf", q_)))
+        return np.where(q_ <= 0, low, np.where(q_ >= 1, high, self._at("ppf", q_)))[()]
 
     def support(self) -> tuple[FloatArray, FloatArray]:
         """(low, high) end points of the support."""
         if not self._compact:
-            inf = np.full(np.shape(self.loc), np.inf)
+            inf = np.full(np.shape(self.loc), np.inf)[()]
             return -inf, inf
         width = self._scalar("half_width")
-        return self.loc - width, self.loc + width
+        return (self.loc - width)[()], (self.loc + width)[()]
 
     def mean(self) -> FloatArray:
         """Mean (= loc: every family here is symmetric about loc)."""
-        return self.loc.copy()
+        return self.loc.copy()[()]
 
     def var(self) -> FloatArray:
         """Variance."""
@@ -92,7 +92,7 @@ class UnivariateFamily:
 
     def std(self) -> FloatArray:
         """Standard deviation."""
-        return np.sqrt(self.var())
+        return np.sqrt(self.var())[()]
 
     def tsallis_entropy(self) -> FloatArray:
         """H_alpha = -Omega_alpha (eq 6, 1/(alpha(alpha-1)) normalization); Shannon at alpha = 1."""
@@ -119,7 +119,7 @@ class UnivariateFamily:
         return self.ppf(q)
 
     def __repr__(self) -> str:
-        params = ", ".join(f"{k}={getattr(self, k)!r}" for k in self._repr_names())
+        params = ", ".join(f"{k}={check.plain(getattr(self, k))}" for k in self._repr_names())
         return f"{type(self).__name__}({params})"
 
     def _repr_names(self) -> tuple[str, ...]:

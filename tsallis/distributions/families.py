@@ -63,8 +63,8 @@ class MultivariateGaussian(MultivariateFamily, Gaussian):
     def __init__(self, loc: ArrayLike, scale: ArrayLike) -> None:
         MultivariateFamily.__init__(self, loc, scale)
 
-    def support(self) -> float:
-        return float("inf")
+    def support(self) -> np.float64:
+        return np.float64(np.inf)
 
     def cov(self) -> FloatArray:
         return self.scale.copy()  # Cov = Sigma: E[d^2] = N in the derivation
@@ -82,24 +82,24 @@ class Laplace(UnivariateFamily):
 
 
 class TruncatedParabola(UnivariateFamily):
-    """Continuous sparsemax of f = -(t-loc)^2 / (2 scale^2) (seed 000 eq 10)."""
+    """Continuous sparsemax of f = -(t-loc)^2 / (2 scale^2) (Martins 2020 eq 10)."""
 
     _gen = truncated_parabola
 
 
 class Triangular(UnivariateFamily):
-    """Continuous sparsemax of f = -|t-loc| / scale, scale = b (seed 000 eq 12)."""
+    """Continuous sparsemax of f = -|t-loc| / scale, scale = b (Martins 2020 eq 12)."""
 
     _gen = triangular
 
 
 class TruncatedParaboloid(MultivariateFamily):
-    """Continuous sparsemax of f = -(t-loc)^T Sigma^-1 (t-loc) / 2 (seed 000 eq 11)."""
+    """Continuous sparsemax of f = -(t-loc)^T Sigma^-1 (t-loc) / 2 (Martins 2020 eq 11)."""
 
     _gen = truncated_paraboloid
 
     def pdf(self, x: ArrayLike) -> FloatArray:
-        return np.asarray(self._gen.pdf_d2(self.mahalanobis2(x), self.dim, self._logdet))
+        return np.asarray(self._gen.pdf_d2(self.mahalanobis2(x), self.dim, self._logdet))[()]
 
     def _whitened(self, generator: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
         return _radial_sample(generator, shape, self.dim, 1.0, self.support())
@@ -108,7 +108,7 @@ class TruncatedParaboloid(MultivariateFamily):
 def _radial_sample(
     generator: np.random.Generator, shape: tuple[int, ...], dim: int, k: float, radius: float
 ) -> FloatArray:
-    """(r / radius)^2 ~ Beta(N/2, k + 1), direction uniform (SPEC 3.2)."""
+    """(r / radius)^2 ~ Beta(N/2, k + 1), direction uniform."""
     r = radius * np.sqrt(generator.beta(dim / 2, k + 1, size=shape))
     return r[..., None] * uniform_directions(generator, shape, dim)
 
@@ -163,13 +163,14 @@ class MultivariateBetaGaussian(MultivariateFamily, BetaGaussian):
     def pdf(self, x: ArrayLike) -> FloatArray:
         return np.asarray(
             self._gen.pdf_d2(self.mahalanobis2(x), self.alpha, self.dim, self._logdet)
-        )
+        )[()]
 
     def _whitened(self, generator: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
         return _radial_sample(generator, shape, self.dim, 1 / (self.alpha - 1), self.support())
 
     def __repr__(self) -> str:
-        return f"BetaGaussian(alpha={self.alpha!r}, loc={self.loc!r}, scale={self.scale!r})"
+        alpha, loc, scale = (check.plain(v) for v in (self.alpha, self.loc, self.scale))
+        return f"BetaGaussian(alpha={alpha}, loc={loc}, scale={scale})"
 
 
 _BUILTIN_G = {"t**3/6": location_scale_cubic, "t**2/2": location_scale_quadratic}
@@ -186,8 +187,8 @@ def _location_scale_module(g: str) -> ModuleType:
     key = g.replace(" ", "").replace("^", "**")
     if key in _BUILTIN_G:
         return _BUILTIN_G[key]
-    from derivations.codegen import render_module
-    from derivations.location_scale import derive_location_scale
+    from tsallis.derivations.codegen import render_module
+    from tsallis.derivations.location_scale import derive_location_scale
 
     result = derive_location_scale(g, "custom")
     source = render_module(
@@ -199,7 +200,7 @@ def _location_scale_module(g: str) -> ModuleType:
 
 
 class LocationScale(UnivariateFamily):
-    """Continuous sparsemax of f = -(1/scale) g'(|t-loc|/scale) (seed 000 eq 13).
+    """Continuous sparsemax of f = -(1/scale) g'(|t-loc|/scale) (Martins 2020 eq 13).
 
     ``g`` is a SymPy string in t, convex and C^1 on [0, oo) ("t**3/6" and
     "t**2/2" are built in); an invalid g raises ValueError.
@@ -226,8 +227,8 @@ class LocationScale(UnivariateFamily):
         if np.isnan(out).any():
             raise FloatingPointError(f"LocationScale.{name} produced NaN; please report this input")
         if name == "pdf":
-            return out / self.scale
-        return out - np.log(self.scale) if name == "logpdf" else out
+            return (out / self.scale)[()]
+        return (out - np.log(self.scale) if name == "logpdf" else out)[()]
 
     def ppf(self, q: ArrayLike) -> FloatArray:
         """Quantiles by bisection on the generated tail mass (monotone in the edge distance)."""
@@ -242,7 +243,7 @@ class LocationScale(UnivariateFamily):
             low, high = np.where(below, mid, low), np.where(below, high, mid)
         e = np.where(tail <= 0, 0.0, 0.5 * (low + high))
         offset = (a - e) * self.scale
-        return np.where(q_ < 0.5, self.loc - offset, self.loc + offset)
+        return np.where(q_ < 0.5, self.loc - offset, self.loc + offset)[()]
 
     def _repr_names(self) -> tuple[str, ...]:
         return ("g", "loc", "scale")

@@ -1,4 +1,4 @@
-"""Multimodal attention on time-warped signals (seed 001, sections 4 and 6.1).
+"""Multimodal attention on time-warped signals (Moreno 2022, sections 4 and 6.1).
 
 Series X_i(t) = f(g_i(t)) on 95 even points of [0, 1], with the warp
 g(t) = (1 - e^{-l t}) / (1 - e^{-l}), l ~ U(0, 20), and the aligned process f
@@ -9,7 +9,7 @@ once at 30 digits.
 
 One architecture, four attention densities: an MLP encoder maps the series to
 the parameters of two heads (one per class); the value function is the ridge
-regression (seed 000 eq 16) of the series onto 64 Gaussian RBFs; each head's
+regression (Martins 2020 eq 16) of the series onto 64 Gaussian RBFs; each head's
 context <p_h, V> is a logit (times a learned scale, plus a bias).
 """
 
@@ -95,7 +95,7 @@ def make_dataset(series: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 class TwoHeadClassifier(nn.Module):
-    """Encoder -> two attention densities -> logits <p_h, V> (seed 001 sec 6.1)."""
+    """Encoder -> two attention densities -> logits <p_h, V> (Moreno 2022 sec 6.1)."""
 
     def __init__(self, model: str, settings: Settings) -> None:
         super().__init__()
@@ -182,13 +182,17 @@ class Report:
         return np.array([r.accuracy for r in self.runs if r.model == model])
 
     def table(self) -> str:
-        """Markdown table: mean, 95% t-interval of the mean, +-1.96 sd (seed 001 Table 1)."""
+        """Markdown table: mean, 95% t-interval of the mean, mean +-1.96 sd (Moreno 2022
+        Table 1). Accuracies lie in [0, 100], so both intervals are clipped to it (a
+        symmetric interval near 100 % would otherwise reach past it), and the header says
+        so."""
         s = self.settings
         lines = [
             f"time warping: {s.series} series ({1 - s.test_fraction:.0%} train), "
             f"{s.seeds} seeds, {s.epochs} epochs; test accuracy (%)",
             "",
-            "| attention | mean | 95% CI of the mean | +-1.96 sd | min-max | s / run |",
+            "| attention | mean | 95% CI of the mean (t, clipped to [0, 100]) |"
+            " mean +-1.96 sd (clipped to [0, 100]) | min-max | s / run |",
             "|---|---|---|---|---|---|",
         ]
         for model in s.models:
@@ -198,9 +202,12 @@ class Report:
             sd = acc.std(ddof=1) if acc.size > 1 else 0.0
             half = _t_half_width(acc)
             secs = np.mean([r.seconds for r in self.runs if r.model == model])
+            low, high = np.clip([acc.mean() - half, acc.mean() + half], 0.0, 100.0)
+            spread = np.clip([acc.mean() - 1.96 * sd, acc.mean() + 1.96 * sd], 0.0, 100.0)
             lines.append(
-                f"| {model} | {acc.mean():.2f} | {acc.mean() - half:.2f} to {acc.mean() + half:.2f}"
-                f" | +-{1.96 * sd:.2f} | {acc.min():.2f}-{acc.max():.2f} | {secs:.1f} |"
+                f"| {model} | {acc.mean():.2f} | {low:.2f} to {high:.2f}"
+                f" | {spread[0]:.2f} to {spread[1]:.2f} | {acc.min():.2f}-{acc.max():.2f}"
+                f" | {secs:.1f} |"
             )
         lines += self._paired_rows()
         lines.append("")
@@ -209,7 +216,11 @@ class Report:
 
     def _paired_rows(self) -> list[str]:
         """Kernel minus continuous accuracy, paired by seed (same data, same split)."""
-        rows = ["", "| paired by seed (points) | mean | 95% CI | seeds won |", "|---|---|---|---|"]
+        rows = [
+            "",
+            "| paired by seed (points) | mean | 95% CI (t, clipped to [-100, 100]) | seeds won |",
+            "|---|---|---|---|",
+        ]
         for kernel, unimodal in (
             ("kernel softmax", "continuous softmax"),
             ("kernel sparsemax", "continuous sparsemax"),
@@ -219,31 +230,28 @@ class Report:
                 continue
             diff = 100 * (a - b)
             half = _t_half_width(diff)
+            low, high = np.clip([diff.mean() - half, diff.mean() + half], -100.0, 100.0)
             rows.append(
-                f"| {kernel} - {unimodal} | {diff.mean():+.2f} | {diff.mean() - half:+.2f} to"
-                f" {diff.mean() + half:+.2f} | {(diff > 0).sum()} of {diff.size} |"
+                f"| {kernel} - {unimodal} | {diff.mean():+.2f} | {low:+.2f} to"
+                f" {high:+.2f} | {(diff > 0).sum()} of {diff.size} |"
             )
         return rows if len(rows) > 3 else []
 
 
 class _Progress:
-    """A one-line progress bar on stderr."""
+    """A progress bar on ``stream`` (tqdm): quiet when the stream is not a terminal, so
+    piped or logged output holds no carriage returns."""
 
     def __init__(self, total: int, stream: object = sys.stderr) -> None:
-        self.total, self.done, self.stream, self.start = total, 0, stream, time.perf_counter()
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, file=stream, disable=None, unit="epoch", leave=True)
 
     def step(self, label: str) -> None:
-        self.done += 1
-        frac = self.done / self.total
-        bar = "#" * int(30 * frac)
-        elapsed = time.perf_counter() - self.start
-        eta = elapsed / frac - elapsed
-        self.stream.write(
-            f"\r[{bar:<30}] {100 * frac:5.1f}%  {elapsed:5.0f} s, eta {eta:4.0f} s  {label:<32}"
-        )
-        self.stream.flush()
-        if self.done == self.total:
-            self.stream.write("\n")
+        self.bar.set_postfix_str(label, refresh=False)
+        self.bar.update()
+        if self.bar.n >= self.bar.total:
+            self.bar.close()
 
 
 def train_one(

@@ -40,7 +40,7 @@ def log_exp_beta(u, beta):
 
 
 def softplus_positive(v, sharpness):
-    """softplus(s v) / s, the smoothed [v]_+ (seed 001 sec 5.3.1)."""
+    """softplus(s v) / s, the smoothed [v]_+ (Moreno 2022 sec 5.3.1)."""
     xp, (v, sharpness) = _xs.arrays(v, sharpness)
     return _xs.softplus(sharpness*v)/sharpness
 
