@@ -1,7 +1,7 @@
 """Run every ```python block of a Markdown file: doctest blocks (>>> lines with their
 outputs) through doctest, other blocks with exec, each in a fresh namespace.
 
-    python .ci/readme_examples.py README.md
+    python .ci/readme_examples.py README.md docs/*.md
 
 Exit 1 (naming the block's first line) when one fails. Run from any folder: the blocks
 may write files, so run it in a scratch folder.
@@ -45,4 +45,4 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(max(main(path) for path in sys.argv[1:]))

@@ -27,7 +27,7 @@ def exp_beta_definition(u: sp.Expr, beta: sp.Expr) -> sp.Expr:
 
 
 def verify_z_scaling(log_index: Callable[[sp.Expr], sp.Expr] = lambda alpha: alpha) -> bool:
-    """Seed 001 Lemma 5.3: (1/Z) exp_{2-a}(Z^(a-1) f) = exp_{2-a}(f - log_a Z), Z > 0.
+    """Moreno 2022 Lemma 5.3: (1/Z) exp_{2-a}(Z^(a-1) f) = exp_{2-a}(f - log_a Z), Z > 0.
 
     Checked where the bases are positive: the right base equals Z^(1-a) times
     the left one (so the supports agree), and the powers then match.
@@ -83,7 +83,7 @@ def derive_deformed() -> FamilyDerivation:
             raise AssertionError(f"stable form differs from the definition by {difference}")
     # Outside the base's positive range: 0 for beta < 1 ([.]_+), the pole +oo for beta > 1.
     exp_b = sp.Piecewise((exp_inside, base > 0), (0, beta < 1), (sp.oo, True))
-    # Seed 001 sec 5.3.1: [v]_+ replaced by softplus(s v) / s (sharpness s > 0), which
+    # Moreno 2022 sec 5.3.1: [v]_+ replaced by softplus(s v) / s (sharpness s > 0), which
     # tends to [v]_+ as s -> oo with bias at most log(2)/s.
     sharpness = sp.Symbol("sharpness", positive=True)
     v = sp.Symbol("v", real=True)

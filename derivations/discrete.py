@@ -230,7 +230,7 @@ def beta_covariance(p: sp.Matrix, escort_power: sp.Expr, support: tuple[int, ...
 
 
 def check_finite_prop3(count: int) -> int:
-    """Seed 000: Prop 3 on a finite domain reduces to eq 14, and is the true Jacobian.
+    """Martins 2020: Prop 3 on a finite domain reduces to eq 14, and is the true Jacobian.
 
     - alpha = 1: cov_{p,1} = Diag(p) - p p^T = Jacobian of softmax.
     - alpha = 2: cov_{p,0} = Diag(s) - s s^T / 1^T s = Jacobian of sparsemax

@@ -16,7 +16,7 @@ def _row(v: object) -> list[mp.mpf]:
 
 
 def softmax(v: object) -> list[mp.mpf]:
-    """Seed 000 eq 3."""
+    """Martins 2020 eq 3."""
     with mp.workdps(DIGITS):
         e = [mp.exp(x) for x in _row(v)]
         return [x / mp.fsum(e) for x in e]
@@ -46,7 +46,7 @@ def entmax(v: object, alpha: float) -> list[mp.mpf]:
 
 
 def ev_softmax(v: object, eps: float = 0.0, valid: object = None) -> list[mp.mpf]:
-    """Seed 002 eq 7 / eq 10 over the valid entries (the rest get 0)."""
+    """Chen 2021 eq 7 / eq 10 over the valid entries (the rest get 0)."""
     with mp.workdps(DIGITS):
         row = _row(v)
         keep = [True] * len(row) if valid is None else [bool(b) for b in valid]
@@ -63,7 +63,7 @@ def ev_softmax(v: object, eps: float = 0.0, valid: object = None) -> list[mp.mpf
 
 
 def evidential(phi: object, beta: object) -> tuple[list[mp.mpf], list[mp.mpf], list[mp.mpf]]:
-    """Seed 002 eqs 4-6 literally: weights w, masses m and p proportional to 1{m != 0} e^w."""
+    """Chen 2021 eqs 4-6 literally: weights w, masses m and p proportional to 1{m != 0} e^w."""
     with mp.workdps(DIGITS):
         rows = [[mp.mpf(float(b)) for b in row] for row in beta]
         features = [mp.mpf(1), *_row(phi)]

@@ -106,11 +106,12 @@ def _forward(
         has_empty = bool(empty.any())
     if has_empty:
         z = z.masked_fill(empty, 0.0)
+        top = top.masked_fill(empty, 0.0)
     # Eager mode stops the Newton loop once every row has converged: one host read per
     # step (3-10 steps), also on CUDA, where 64 fixed steps would launch about 3000
     # small kernels. Under torch.compile the loop takes 64 steps and reads nothing.
     on_host = not compiling
-    p, s = _core.entmax_map(z, a, None if on_host else 64, on_host)
+    p, s = _core.entmax_map(z, a, None if on_host else 64, on_host, top=top)
     if has_empty:
         p = p.masked_fill(empty, 0.0)
         s = None if s is None else s.masked_fill(empty, 0.0)
@@ -171,8 +172,8 @@ def entmax(
         without a valid entry: 0).
 
     Raises:
-        TypeError, ValueError: for a bad x, alpha, dim or mask, or NaN / +inf in a
-        valid entry.
+        TypeError: x, alpha or mask of the wrong type or dtype.
+        ValueError: a bad alpha, dim or mask shape, or NaN / +inf in a valid entry.
 
     Example:
         >>> import torch

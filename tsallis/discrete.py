@@ -1,6 +1,6 @@
 """Finite sparse maps: softmax, sparsemax, alpha-entmax and evidential softmax.
 
-Seed 000 eqs 3 and 14 (the finite Omega_alpha-RPM and its Jacobians) and
+Martins 2020 eqs 3 and 14 (the finite Omega_alpha-RPM and its Jacobians) and
 Chen 2021 (ev-softmax eq 7, its training variant eq 10, Jacobian eq 9, and the
 post-hoc evidential sparsification eqs 4-6 that it generalizes).
 

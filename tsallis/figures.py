@@ -59,7 +59,7 @@ def _equal_variance(alpha: float, variance: float = 1.0) -> Gaussian | BetaGauss
 
 
 def families_1d(plt: object) -> object:
-    """Seed 000 Fig 1 left, plus the beta-Gaussian across alpha at equal variance."""
+    """Martins 2020 Fig 1 left, plus the beta-Gaussian across alpha at equal variance."""
     t = np.linspace(-3.2, 3.2, 1201)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     pairs = (
@@ -84,7 +84,7 @@ def families_1d(plt: object) -> object:
 
 
 def families_2d(plt: object) -> object:
-    """Seed 000 Fig 1 middle and right: N(0, I) and TP(0, I) with the support ellipse."""
+    """Martins 2020 Fig 1 middle and right: N(0, I) and TP(0, I) with the support ellipse."""
     loc, cov = np.zeros(2), np.eye(2)
     gaussian, paraboloid = Gaussian(loc, cov), TruncatedParaboloid(loc, cov)
     grid = np.linspace(-2.5, 2.5, 301)
@@ -124,19 +124,17 @@ def _to_plane(p: np.ndarray) -> np.ndarray:
 
 
 def evsoftmax_simplex(plt: object) -> object:
-    """Seed 002 Fig 1: three maps of v = (0.4, 1.4, -0.8), and their sparsity regions."""
+    """Chen 2021 Fig 1: three maps of v = (0.4, 1.4, -0.8), and their sparsity regions."""
     v = np.array([0.4, 1.4, -0.8])
     fig, axes = plt.subplots(1, 4, figsize=(14, 4.2))
     ax = axes[0]
     ax.set_axis_off()
     ax.plot(*_to_plane(np.vstack([np.eye(3), np.eye(3)[:1]])).T, color="0.3", lw=1)
+    # corner labels outside the triangle, clear of its lines and of the markers at e2
+    placement = (((-8, -6), "right", "top"), ((8, -6), "left", "top"), ((8, 0), "left", "center"))
     for k, name in enumerate(("e1", "e2", "e3")):
-        ax.annotate(
-            name,
-            _CORNERS[k],
-            xytext=(-12 if k == 0 else 4, -10 if k < 2 else 4),
-            textcoords="offset points",
-        )
+        offset, ha, va = placement[k]
+        ax.annotate(name, _CORNERS[k], xytext=offset, textcoords="offset points", ha=ha, va=va)
     markers = {"softmax": "o", "sparsemax": "s", "ev-softmax": "^"}
     for k, (name, fn) in enumerate(_MAPS.items()):
         p = fn(v)
@@ -192,7 +190,7 @@ def _multimodal(alpha: float) -> KernelFamily:
 
 
 def kernel_densities(plt: object) -> object:
-    """Seed 001 Fig 1 style: kernel softmax / sparsemax / entmax densities on [0, 1]."""
+    """Moreno 2022 Fig 1 style: kernel softmax / sparsemax / entmax densities on [0, 1]."""
     t = np.linspace(0, 1, 2001)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for k, alpha in enumerate((1.0, 1.5, 2.0)):
@@ -251,7 +249,10 @@ def attention_1d(plt: object) -> object:
         title=f"value function and contexts c = E_p[V] (loc = {loc}, sigma = {sigma})",
         ylabel="V(t)",
     )
-    axes[0].legend(fontsize=7, loc="upper left")
+    # headroom above the data, so that the legend hides no point or curve
+    low, high = axes[0].get_ylim()
+    axes[0].set_ylim(low, high + 0.4 * (high - low))
+    axes[0].legend(fontsize=7, loc="upper left", ncols=2)
     axes[1].set(title="attention densities", xlabel="t", ylabel="p(t)")
     axes[1].legend(loc="upper left")
     return fig

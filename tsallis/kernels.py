@@ -254,7 +254,7 @@ def tail_decay(base: UniformBase | GaussianBase) -> float:
 
 
 def prop_5_1(xi: float, eta: float) -> Verdict:
-    """Seed 001 Prop 5.1: exp(f) is Q-integrable if eta > xi / 2."""
+    """Moreno 2022 Prop 5.1: exp(f) is Q-integrable if eta > xi / 2."""
     if eta > xi / 2:
         return Verdict(
             True, f"tail decay eta = {eta} exceeds half the kernel growth xi/2 = {xi / 2}"
@@ -266,7 +266,7 @@ def prop_5_1(xi: float, eta: float) -> Verdict:
 
 
 def prop_5_4(family: KernelFamily, c_t: float) -> Verdict:
-    """Seed 001 Prop 5.4 (1 < alpha <= 2): (alpha-1) f~(t) + 1 <= 0 for |t| > c_t.
+    """Moreno 2022 Prop 5.4 (1 < alpha <= 2): (alpha-1) f~(t) + 1 <= 0 for |t| > c_t.
 
     The kernel growth condition holds for both kernels (k(t, t) = 1).
     """

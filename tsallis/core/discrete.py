@@ -226,6 +226,7 @@ def entmax_newton(
     steps: int | None = None,
     on_host: bool = True,
     slopes: bool = False,
+    top: Array | None = None,
 ) -> Array | tuple[Array, Array | None]:
     """alpha-entmax over the last axis for any alpha > 0, exact to the dtype.
 
@@ -241,6 +242,7 @@ def entmax_newton(
     Above 2 bisection steps in where Newton would leave the bracket. See the loop
     for when it stops. Finally p is renormalized.
 
+    ``top``: z's row maxima (..., 1), when the caller has them (one pass less).
     ``on_host`` lets the loop stop once every row has converged (one host read per
     step); otherwise it takes ``steps`` (default 64) steps, a fixed graph for
     torch.compile. ``slopes``: also return s = p^(2-alpha) (alpha = 2: the support
@@ -256,7 +258,8 @@ def entmax_newton(
     lib = _xs.native(z)
     size = z.shape[-1]
     eps = float(_xs.namespace(z).finfo(z.dtype).eps)
-    top = _xs.namespace(z).max(z, axis=-1, keepdims=True)
+    if top is None:
+        top = _xs.namespace(z).max(z, axis=-1, keepdims=True)
     # The per-row scalars (the bracket, c, the steps: dozens of operations per step on
     # (..., 1) arrays) are kept in NumPy when z is a CPU tensor and the loop may read
     # the host: a Torch operation costs about 3 us there, a NumPy one about 1 us.
@@ -285,7 +288,8 @@ def entmax_newton(
             None if v is None else to_book(v) for v in _mass(to_work(c), alpha_work, work, bend)
         )
         g = total - 1
-        lo, hi = xp.where(g > 0, c, lo), xp.where(g > 0, hi, c)
+        rising_mass = g > 0
+        lo, hi = xp.where(rising_mass, c, lo), xp.where(rising_mass, hi, c)
         safe_slope = xp.where(slope > 0, slope, 1.0)
         # alpha <= 2: Newton on h(c) = log_{2-alpha}(sum p), linear in c for softmax and
         # (on a fixed support) for sparsemax, so near-exact steps in between (measured
@@ -312,7 +316,8 @@ def entmax_newton(
         # Stop on the residual or the bracket; alpha <= 2 also once the step is below
         # 4 ulps (the slope is at least 1 there), or would fall while g >= 0. Above 2
         # the slope is unbounded at the support edge, so a small step says nothing.
-        tolerance = 4 * eps * xp.clip(xp.abs(c), min=1.0)
+        size_c = xp.abs(c)
+        tolerance = 4 * eps * xp.where(size_c > 1.0, size_c, 1.0)
         settled = (xp.abs(g) <= 4 * eps) | (hi - lo <= tolerance)
         if rising is False:
             done = settled
@@ -343,12 +348,17 @@ def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callabl
         def to_work(t: np.ndarray) -> Array:
             return torch.from_numpy(np.ascontiguousarray(t, dtype=dtype))
 
-        return _xs.namespace(np.zeros(1)), lambda t: t.numpy(), to_work
+        # NumPy itself, not its array-API wrapper (a few us less per operation)
+        return np, lambda t: t.numpy(), to_work
     return _xs.namespace(z), lambda t: t, lambda t: t
 
 
 def entmax_map(
-    z: Array, alpha: float | Array, steps: int | None = None, on_host: bool = True
+    z: Array,
+    alpha: float | Array,
+    steps: int | None = None,
+    on_host: bool = True,
+    top: Array | None = None,
 ) -> tuple[Array, Array | None]:
     """alpha-entmax over the last axis and s = p^(2-alpha) for the backward (or None).
 
@@ -362,7 +372,7 @@ def entmax_map(
     short = elements <= T.SORT_ELEMENTS and not _xs._torch_compiling(z)  # (a graph break)
     if isinstance(alpha, float) and alpha in (1.5, 2.0) and short:
         return (sparsemax_sorted(z) if alpha == 2.0 else entmax15_sorted(z)), None
-    return entmax_newton(z, alpha, steps, on_host, slopes=True)
+    return entmax_newton(z, alpha, steps, on_host, slopes=True, top=top)
 
 
 def entmax_alpha_gradient(

@@ -358,24 +358,33 @@ def plot_densities(
         for row, i in enumerate(picks):
             ax = axes[row, col]
             dens = head_densities(models[name], x[i], grid)
-            ax.plot(
-                t, x[i] / max(1e-9, np.abs(x[i]).max()), color="0.7", lw=0.8, label="X (scaled)"
-            )
+            ax.plot(t, x[i] / max(1e-9, np.abs(x[i]).max()), color="0.7", lw=0.8)
+            ax.set_ylim(-1.05, 1.05)
+            ax.set_yticks([-1, 0, 1])
+            ax.tick_params(axis="y", labelsize=7, colors="0.45")
             twin = ax.twinx()
-            twin.plot(grid, dens[0], color="C0", label="head: class 0")
-            twin.plot(grid, dens[1], color="C3", label="head: class 1")
+            twin.plot(grid, dens[0], color="C0", label="head for class 0: density p(t)")
+            twin.plot(grid, dens[1], color="C3", label="head for class 1: density p(t)")
             twin.set_ylim(bottom=0.0)
-            twin.set_yticks([])
-            if row == 0 and col == 0:
-                twin.legend(loc="upper right", fontsize=7)
+            twin.yaxis.set_major_locator(plt.MaxNLocator(3))
+            twin.tick_params(axis="y", labelsize=7)
             if row == 0:
                 ax.set_title(name, fontsize=10)
             if col == 0:
                 ax.set_ylabel(f"series {i}\nl = {rate[i]:.1f}, y = {y[i]}", fontsize=8)
-            ax.set_yticks([])
     axes[-1, 0].set_xlabel("t")
-    fig.suptitle("Learned attention densities on held-out warped series (grey: the series)")
-    fig.tight_layout()
+    handles, labels = twin.get_legend_handles_labels()
+    series = plt.Line2D([], [], color="0.7", lw=0.8)
+    fig.legend(
+        [series, *handles],
+        ["the series X(t) / max |X| (left axis)", *(f"{s} (right axis)" for s in labels)],
+        loc="lower center",
+        ncols=3,
+        fontsize=8,
+        frameon=False,
+    )
+    fig.suptitle("Learned attention densities on held-out warped series")
+    fig.tight_layout(rect=(0, 0.05, 1, 1))  # room for the legend below the panels
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
