@@ -388,6 +388,12 @@ def continuous_attention(
     as seen from loc, reading one number back from the device). Gradients
     reach loc, scale and the basis parameters (2D alpha = 2: not Sigma_j);
     ``alpha`` gets none. ``validate`` checks the values (one host read).
+
+    Example:
+        >>> import torch
+        >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+        >>> continuous_attention(torch.tensor([0.5]), torch.tensor([0.1]), basis, alpha=2.0)
+        tensor([[0.1595, 1.3387, 1.3387, 0.1595]])
     """
     if not isinstance(loc, torch.Tensor) or not loc.is_floating_point():
         raise TypeError("loc must be a floating-point tensor")
@@ -409,6 +415,12 @@ def ridge_value_function(
     by Cholesky in float64, returned in the basis dtype. Cached on the basis
     per (positions, penalty) while no basis tensor requires grad (a trainable
     basis recomputes it, differentiably).
+
+    Example:
+        >>> import torch
+        >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+        >>> ridge_value_function(torch.linspace(0, 1, 10), basis, penalty=0.1).shape
+        torch.Size([10, 4])
     """
     if not isinstance(basis, GaussianRBF):
         raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")
@@ -449,6 +461,13 @@ class ContinuousAttention(nn.Module):
     ``values`` B (..., D_v, N) are value-function coefficients (for instance
     H @ ridge_value_function(positions, basis, penalty)); the context is
     B rho (..., D_v). See ``continuous_attention`` for loc, scale and alpha.
+
+    Example:
+        >>> import torch
+        >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+        >>> layer = ContinuousAttention(basis, alpha=1.0)
+        >>> layer(torch.tensor([0.5]), torch.tensor([0.1]), torch.ones(1, 3, 4)).shape
+        torch.Size([1, 3])
     """
 
     def __init__(self, basis: GaussianRBF, alpha: float = 2.0, *, validate: bool = True) -> None:

@@ -308,7 +308,13 @@ class Entmax(nn.Module):
 
 class Sparsemax(nn.Module):
     """Sparsemax along ``dim`` (the module form of ``sparsemax``; forward takes x and an
-    optional mask)."""
+    optional mask).
+
+    Example:
+        >>> import torch
+        >>> Sparsemax(dim=-1)(torch.tensor([0.5, 1.0, -1.0]))
+        tensor([0.2500, 0.7500, 0.0000])
+    """
 
     def __init__(self, dim: int = -1) -> None:
         super().__init__()

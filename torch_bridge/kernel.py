@@ -75,6 +75,14 @@ def kernel_attention(
             more than MAX_PANELS panels would be needed (the message says what
             would work); with ``validate``, non-finite gamma or inducing points,
             or a row whose density has no mass.
+
+    Example:
+        >>> import torch
+        >>> from torch_bridge import GaussianRBF
+        >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+        >>> gamma, inducing = torch.tensor([[1.0, -1.0, 0.5]]), torch.tensor([0.2, 0.5, 0.8])
+        >>> kernel_attention(gamma, inducing, basis, alpha=2.0, bandwidth=0.1)
+        tensor([[0.6737, 0.9049, 0.7609, 0.5448]])
     """
     alpha_f = alpha_value(alpha)
     if not isinstance(gamma, torch.Tensor) or not gamma.is_floating_point():
@@ -146,6 +154,14 @@ class KernelAttention(nn.Module):
     Holds the inducing points (a buffer, or a parameter when given one), the
     basis and the kernel settings of ``kernel_attention``. ``values`` B is
     (..., D_v, N); the context is (..., D_v).
+
+    Example:
+        >>> import torch
+        >>> from torch_bridge import GaussianRBF
+        >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+        >>> layer = KernelAttention(torch.tensor([0.2, 0.5, 0.8]), basis, alpha=1.0)
+        >>> layer(torch.tensor([[1.0, -1.0, 0.5]]), torch.ones(1, 3, 4)).shape
+        torch.Size([1, 3])
     """
 
     def __init__(

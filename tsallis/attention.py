@@ -60,6 +60,12 @@ class GaussianRBF:
 
     1D: ``mu`` (N,), ``sigma`` (N,) standard deviations. D dims: ``mu`` (N, D),
     ``sigma`` (N, D, D) covariance matrices (symmetric positive definite).
+
+    Example:
+        >>> import numpy as np
+        >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
+        >>> basis.mu.shape, basis.sigma.shape
+        ((4,), (4,))
     """
 
     mu: FloatArray
@@ -350,6 +356,12 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
     -(t - loc)^2 / (2 sigma^2)) broadcast to (...). D dims: ``loc`` (..., D),
     ``scale`` = Sigma (..., D, D). float32 input is computed in float64 where
     the window moments need it and returned as float32.
+
+    Example:
+        >>> import numpy as np
+        >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
+        >>> rho(2.0, 0.5, 0.1, basis).round(4)
+        array([0.1595, 1.3387, 1.3387, 0.1595])
     """
     return _evaluate(alpha, loc, scale, basis, jac=False)[0]
 
@@ -360,6 +372,12 @@ def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF)
     theta = [mu / sigma^2, -1 / (2 sigma^2)] in 1D (M = 2), and
     [Sigma^-1 mu, vec(-Sigma^-1 / 2)] in D dims (M = D + D^2, rows of vec in
     row-major order).
+
+    Example:
+        >>> import numpy as np
+        >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
+        >>> jacobian(2.0, np.array([0.5]), np.array([0.1]), basis).shape  # (batch, 2, N)
+        (1, 2, 4)
     """
     return _evaluate(alpha, loc, scale, basis, jac=True)[1]
 
@@ -375,6 +393,12 @@ def ridge_value_function(
     ``H`` (..., D_v, L) holds the observations at ``positions`` ((L,) in 1D,
     (L, D) in D dims); F[j, l] = psi_j(t_l). G is cached on the basis per
     (positions, penalty).
+
+    Example:
+        >>> import numpy as np
+        >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
+        >>> ridge_value_function(np.ones((2, 10)), np.linspace(0, 1, 10), basis, 0.1).shape
+        (2, 4)
     """
     if not isinstance(basis, GaussianRBF):
         raise TypeError(f"basis must be a GaussianRBF, got {type(basis).__name__}")

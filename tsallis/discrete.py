@@ -76,13 +76,47 @@ def _restore(out: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
 
 
 def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
-    """exp(v) / sum exp(v) along ``axis`` (Martins 2020 eq 3)."""
+    """exp(v) / sum exp(v) along ``axis`` (Martins 2020 eq 3).
+
+    Args:
+        v: scores, any shape, real (float32 and float64 keep their dtype; others
+            become float64); -inf entries get probability 0.
+        axis: the axis of the distribution.
+
+    Returns:
+        Probabilities of v's shape, summing to 1 along ``axis``.
+
+    Raises:
+        TypeError: v is not real. ValueError: NaN or +inf in v, or a row of -inf.
+
+    Example:
+        >>> import numpy as np
+        >>> softmax(np.array([0.4, 1.4, -0.8])).round(4)
+        array([0.2488, 0.6763, 0.0749])
+    """
     z, dtype = _finite_scores(v, axis)
     return _restore(_core.normalized(z), axis, dtype)
 
 
 def sparsemax(v: ArrayLike, axis: int = -1) -> FloatArray:
-    """Euclidean projection of v onto the simplex (alpha = 2), exact (``entmax`` at 2)."""
+    """Euclidean projection of v onto the simplex (alpha = 2), exact (``entmax`` at 2).
+
+    Args:
+        v: scores, any shape, real; -inf entries get probability 0.
+        axis: the axis of the distribution.
+
+    Returns:
+        Probabilities of v's shape (v's dtype for float32 and float64), summing to 1
+        along ``axis``, with exact zeros off the support.
+
+    Raises:
+        TypeError, ValueError: as for ``softmax``.
+
+    Example:
+        >>> import numpy as np
+        >>> sparsemax(np.array([0.5, 1.0, -1.0]))
+        array([0.25, 0.75, 0.  ])
+    """
     return entmax(v, 2.0, axis)
 
 
@@ -94,6 +128,24 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     sort-based closed forms; every other case runs Newton's method on the threshold and renormalizes
     (tsallis.core.discrete.entmax_map, which torch_bridge.entmax runs too; for alpha = 2
     that is Michelot's algorithm, exact in finitely many steps).
+
+    Args:
+        v: scores, any shape, real; -inf entries get probability 0.
+        alpha: a real >= 1 (1: softmax, 2: sparsemax; above 2 computed in float64).
+        axis: the axis of the distribution.
+
+    Returns:
+        Probabilities of v's shape (v's dtype for float32 and float64), summing to 1
+        along ``axis``.
+
+    Raises:
+        TypeError: v or alpha not real. ValueError: alpha < 1 or not finite, NaN or
+        +inf in v.
+
+    Example:
+        >>> import numpy as np
+        >>> entmax(np.array([0.4, 1.4, -0.8]), 1.5).round(4)
+        array([0.1693, 0.8307, 0.    ])
     """
     alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
@@ -160,6 +212,27 @@ def ev_softmax(
 
     p_k is proportional to (1{v_k >= mean(v)} + eps) exp(v_k) over the valid
     entries; see the module docstring for mask and edge cases.
+
+    Args:
+        v: scores, any shape, real.
+        axis: the axis of the distribution.
+        mask: None, or booleans broadcastable to v: the entries that count (the
+            others get 0 and take no part in the mean).
+        eps: the eq 10 eps >= 0.
+
+    Returns:
+        Probabilities of v's shape, summing to 1 along ``axis`` (rows without a valid
+        entry: 0).
+
+    Raises:
+        TypeError, ValueError: bad v, mask or eps, NaN or +inf in a valid entry.
+
+    Example:
+        >>> import numpy as np
+        >>> ev_softmax(np.array([0.4, 1.4, -0.8])).round(4)
+        array([0.2689, 0.7311, 0.    ])
+        >>> ev_softmax(np.array([0.4, 1.4, -0.8]), eps=0.1).round(4)
+        array([0.267 , 0.7257, 0.0073])
     """
     return _ev_normalized(v, axis, mask, eps, log=False)
 
@@ -170,7 +243,15 @@ def log_ev_softmax(
     """log ev_softmax_train,eps(v), computed as logits minus their log-sum-exp.
 
     Finite on every valid entry when eps > 0; with eps = 0 the entries off the
-    support are -inf. Masked entries are -inf.
+    support are -inf. Masked entries are -inf. Arguments as for ``ev_softmax``.
+
+    Returns:
+        Log-probabilities of v's shape.
+
+    Example:
+        >>> import numpy as np
+        >>> log_ev_softmax(np.array([0.4, 1.4, -0.8])).round(2)
+        array([ -1.31,  -0.31, -16.33])
     """
     return _ev_normalized(v, axis, mask, eps, log=True)
 
@@ -246,7 +327,18 @@ def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
 
 
 def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
-    """Diag(s) - s s^T / 1^T s, s the support indicator of sparsemax(v) (eq 14)."""
+    """Diag(s) - s s^T / 1^T s, s the support indicator of sparsemax(v) (eq 14).
+
+    Returns:
+        The Jacobian dp/dv, shape (..., K, K) for v of shape (..., K) along ``axis``.
+
+    Example:
+        >>> import numpy as np
+        >>> sparsemax_jacobian(np.array([0.5, 1.0, -1.0]))
+        array([[ 0.5, -0.5,  0. ],
+               [-0.5,  0.5,  0. ],
+               [ 0. ,  0. ,  0. ]])
+    """
     return entmax_jacobian(v, 2.0, axis)
 
 

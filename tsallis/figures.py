@@ -58,6 +58,13 @@ def _equal_variance(alpha: float, variance: float = 1.0) -> Gaussian | BetaGauss
     return BetaGaussian(alpha, 0.0, float(np.exp(brentq(excess, -20.0, 20.0, xtol=1e-14))))
 
 
+def _headroom(ax: object, fraction: float) -> None:
+    """Raise the top of the y axis by ``fraction`` of its span: room for a legend above
+    the data, so that it hides no curve."""
+    low, high = ax.get_ylim()
+    ax.set_ylim(low, high + fraction * (high - low))
+
+
 def families_1d(plt: object) -> object:
     """Martins 2020 Fig 1 left, plus the beta-Gaussian across alpha at equal variance."""
     t = np.linspace(-3.2, 3.2, 1201)
@@ -70,6 +77,7 @@ def families_1d(plt: object) -> object:
         ax.plot(t, dense(0.0, 1.0).pdf(t), color="C0", label=f"{dense.__name__} (alpha = 1)")
         ax.plot(t, sparse(0.0, 1.0).pdf(t), color="C3", label=f"{sparse.__name__} (alpha = 2)")
         ax.set(title=title, xlabel="t", ylabel="p(t)")
+        _headroom(ax, 0.25)
         ax.legend(loc="upper right")
     colours = plt.cm.viridis(np.linspace(0, 0.9, len(ALPHAS)))
     for alpha, colour in zip(ALPHAS, colours, strict=True):
@@ -79,6 +87,7 @@ def families_1d(plt: object) -> object:
             label += f", support +-{law.support()[1]:.2f}"
         axes[2].plot(t, law.pdf(t), color=colour, label=label)
     axes[2].set(title="beta-Gaussian, variance 1", xlabel="t", ylabel="p(t)")
+    _headroom(axes[2], 0.6)
     axes[2].legend(loc="upper right")
     return fig
 
@@ -210,7 +219,8 @@ def kernel_densities(plt: object) -> object:
     axes[0].set(
         title="densities (bars: supports, disjoint for alpha > 1)", xlabel="t", ylabel="p(t)"
     )
-    axes[0].legend(loc="upper left")
+    _headroom(axes[0], 0.55)
+    axes[0].legend(loc="upper left", fontsize=7)
     axes[1].axhline(-1.0, color="C2", ls=":", lw=1, label="-1/(alpha-1), alpha = 2")
     axes[1].axhline(-2.0, color="C1", ls=":", lw=1, label="-1/(alpha-1), alpha = 3/2")
     axes[1].set(
@@ -218,7 +228,9 @@ def kernel_densities(plt: object) -> object:
         xlabel="t",
         ylabel="f~(t)",
     )
-    axes[1].legend(loc="lower left", fontsize=7)
+    low, high = axes[1].get_ylim()  # room below the curves for the legend
+    axes[1].set_ylim(low - 0.45 * (high - low), high)
+    axes[1].legend(loc="lower center", ncols=2, fontsize=7)
     return fig
 
 
@@ -249,9 +261,7 @@ def attention_1d(plt: object) -> object:
         title=f"value function and contexts c = E_p[V] (loc = {loc}, sigma = {sigma})",
         ylabel="V(t)",
     )
-    # headroom above the data, so that the legend hides no point or curve
-    low, high = axes[0].get_ylim()
-    axes[0].set_ylim(low, high + 0.4 * (high - low))
+    _headroom(axes[0], 0.4)
     axes[0].legend(fontsize=7, loc="upper left", ncols=2)
     axes[1].set(title="attention densities", xlabel="t", ylabel="p(t)")
     axes[1].legend(loc="upper left")

@@ -39,7 +39,24 @@ def _is_multivariate(loc: ArrayLike, scale: ArrayLike) -> bool:
 
 
 class Gaussian(UnivariateFamily):
-    """Normal distribution (alpha = 1); loc (N,), scale = Sigma (N, N) gives the N-D Gaussian."""
+    """Normal distribution (alpha = 1); loc (N,), scale = Sigma (N, N) gives the N-D Gaussian.
+
+    Args:
+        loc: location(s), real, broadcasting with scale (scipy.stats style).
+        scale: sigma > 0 (1D), finite and in [1e-150, 1e150].
+
+    Methods follow scipy.stats: pdf, logpdf, cdf, ppf, rvs, support, mean, var, std,
+    tsallis_entropy (entropy); threshold is the normalizer. A scalar input gives a NumPy
+    scalar, an array input an array of the broadcast shape.
+
+    Raises:
+        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+
+    Example:
+        >>> d = Gaussian(0.0, 1.0)
+        >>> print(round(float(d.pdf(0.0)), 6), d.var())
+        0.398942 1.0
+    """
 
     _gen = gaussian
     _names: ClassVar[dict[str, str]] = _ALPHA_ONE
@@ -74,7 +91,24 @@ class MultivariateGaussian(MultivariateFamily, Gaussian):
 
 
 class Laplace(UnivariateFamily):
-    """Laplace distribution, f = -|t - loc| / scale (alpha = 1)."""
+    """Laplace distribution, f = -|t - loc| / scale (alpha = 1).
+
+    Args:
+        loc: location(s), real, broadcasting with scale (scipy.stats style).
+        scale: b > 0, finite and in [1e-150, 1e150].
+
+    Methods follow scipy.stats: pdf, logpdf, cdf, ppf, rvs, support, mean, var, std,
+    tsallis_entropy (entropy); threshold is the normalizer. A scalar input gives a NumPy
+    scalar, an array input an array of the broadcast shape.
+
+    Raises:
+        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+
+    Example:
+        >>> d = Laplace(0.0, 1.0)
+        >>> print(d.pdf(0.0), d.var())
+        0.5 2.0
+    """
 
     _gen = laplace
     _names: ClassVar[dict[str, str]] = _ALPHA_ONE
@@ -82,19 +116,72 @@ class Laplace(UnivariateFamily):
 
 
 class TruncatedParabola(UnivariateFamily):
-    """Continuous sparsemax of f = -(t-loc)^2 / (2 scale^2) (Martins 2020 eq 10)."""
+    """Continuous sparsemax of f = -(t-loc)^2 / (2 scale^2) (Martins 2020 eq 10).
+
+    Args:
+        loc: location(s), real, broadcasting with scale (scipy.stats style).
+        scale: sigma > 0, finite and in [1e-150, 1e150].
+
+    Methods follow scipy.stats: pdf, logpdf, cdf, ppf, rvs, support, mean, var, std,
+    tsallis_entropy (entropy); threshold is the normalizer. A scalar input gives a NumPy
+    scalar, an array input an array of the broadcast shape.
+
+    Raises:
+        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+
+    Example:
+        >>> d = TruncatedParabola(0.0, 1.0)
+        >>> low, high = d.support()  # +-(3 sigma^2 / 2)^(1/3)
+        >>> print(round(float(high), 6), round(float(d.pdf(0.0)), 6))
+        1.144714 0.655185
+    """
 
     _gen = truncated_parabola
 
 
 class Triangular(UnivariateFamily):
-    """Continuous sparsemax of f = -|t-loc| / scale, scale = b (Martins 2020 eq 12)."""
+    """Continuous sparsemax of f = -|t-loc| / scale, scale = b (Martins 2020 eq 12).
+
+    Args:
+        loc: location(s), real, broadcasting with scale (scipy.stats style).
+        scale: b > 0, finite and in [1e-150, 1e150].
+
+    Methods follow scipy.stats: pdf, logpdf, cdf, ppf, rvs, support, mean, var, std,
+    tsallis_entropy (entropy); threshold is the normalizer. A scalar input gives a NumPy
+    scalar, an array input an array of the broadcast shape.
+
+    Raises:
+        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+
+    Example:
+        >>> d = Triangular(0.0, 1.0)
+        >>> print(*d.support(), d.pdf(0.0))
+        -1.0 1.0 1.0
+    """
 
     _gen = triangular
 
 
 class TruncatedParaboloid(MultivariateFamily):
-    """Continuous sparsemax of f = -(t-loc)^T Sigma^-1 (t-loc) / 2 (Martins 2020 eq 11)."""
+    """Continuous sparsemax of f = -(t-loc)^T Sigma^-1 (t-loc) / 2 (Martins 2020 eq 11).
+
+    Args:
+        loc: the mean, shape (N,).
+        scale: Sigma, symmetric positive definite, shape (N, N).
+
+    support() is the radius of the ellipsoid in Mahalanobis units; pdf, logpdf take
+    points of shape (..., N); cov, var, rvs and tsallis_entropy as in scipy.stats.
+
+    Raises:
+        TypeError, ValueError: non-real or mis-shaped parameters, a Sigma that is not
+        symmetric positive definite.
+
+    Example:
+        >>> import numpy as np
+        >>> d = TruncatedParaboloid([0.0, 0.0], np.eye(2))
+        >>> print(round(float(d.support()), 6), round(float(d.pdf([0.0, 0.0])), 6))
+        1.062252 0.56419
+    """
 
     _gen = truncated_paraboloid
 
@@ -114,7 +201,24 @@ def _radial_sample(
 
 
 class BetaGaussian(UnivariateFamily):
-    """beta-Gaussian (q-Gaussian, q = 2 - alpha) for alpha > 1; loc (N,), scale (N, N) gives N-D."""
+    """beta-Gaussian (q-Gaussian, q = 2 - alpha) for alpha > 1; loc (N,), scale (N, N) gives N-D.
+
+    p(t) = [(alpha - 1)(-tau - (t - loc)^2 / (2 scale^2))]_+^(1/(alpha - 1)): alpha = 2 is
+    the truncated parabola, alpha -> 1 the Gaussian.
+
+    Args:
+        alpha: reals > 1, broadcasting with loc and scale (1D); a scalar for N-D.
+        loc: location(s); shape (N,) for N-D.
+        scale: sigma > 0 (1D), or Sigma (N, N) symmetric positive definite.
+
+    Raises:
+        TypeError, ValueError: non-real parameters, alpha <= 1, a bad scale.
+
+    Example:
+        >>> d = BetaGaussian(2.0, 0.0, 1.0)
+        >>> print(round(float(d.pdf(0.0)), 6))
+        0.655185
+    """
 
     _gen = beta_gaussian
     _names: ClassVar[dict[str, str]] = {
@@ -204,6 +308,21 @@ class LocationScale(UnivariateFamily):
 
     ``g`` is a SymPy string in t, convex and C^1 on [0, oo) ("t**3/6" and
     "t**2/2" are built in); an invalid g raises ValueError.
+
+    Args:
+        g: the formula of g(t), parsed safely (never evaluated as Python); another g is
+            derived by SymPy on first use (a few seconds, then cached).
+        loc: location(s), real, broadcasting with scale.
+        scale: sigma > 0.
+
+    Raises:
+        TypeError: a g that is not a string, non-real parameters. ValueError: a g that
+        does not parse or is not convex and C^1, NaN or a bad scale.
+
+    Example:
+        >>> d = LocationScale("t**2/2", 0.0, 1.0)  # g' = t: the triangular density
+        >>> print(*d.support(), d.pdf(0.0))
+        -1.0 1.0 1.0
     """
 
     def __init__(self, g: str, loc: ArrayLike = 0.0, scale: ArrayLike = 1.0) -> None:
