@@ -20,6 +20,12 @@ class GaussianRBF(nn.Module):
     1D: ``mu`` (N,), ``sigma`` (N,) standard deviations. 2D: ``mu`` (N, 2),
     ``sigma`` (N, 2, 2) covariances. nn.Parameter arguments stay parameters
     (trainable); plain tensors become buffers. ``.to(device, dtype)`` moves both.
+
+    Example:
+        >>> import torch
+        >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+        >>> basis.mu.shape, basis.sigma.shape
+        (torch.Size([4]), torch.Size([4]))
     """
 
     def __init__(self, mu: torch.Tensor, sigma: torch.Tensor) -> None:
@@ -79,7 +85,12 @@ class GaussianRBF(nn.Module):
 
 
 def check_spd(name: str, matrix: torch.Tensor) -> None:
-    """Symmetric (to 1e-6 relative) and positive definite, else ValueError."""
+    """Symmetric (to 1e-6 relative) and positive definite, else ValueError.
+
+    Example:
+        >>> import torch
+        >>> check_spd("Sigma", torch.eye(2))  # passes silently; a non-SPD matrix raises
+    """
     if matrix.numel() == 0:
         return
     asym = (matrix - matrix.transpose(-1, -2)).abs().amax()
@@ -91,7 +102,13 @@ def check_spd(name: str, matrix: torch.Tensor) -> None:
 
 
 def alpha_value(alpha: object) -> float:
-    """alpha as a Python float (one host read for a tensor; alpha gets no gradient)."""
+    """alpha as a Python float (one host read for a tensor; alpha gets no gradient).
+
+    Example:
+        >>> import torch
+        >>> alpha_value(torch.tensor(1.5))
+        1.5
+    """
     if isinstance(alpha, torch.Tensor):
         if alpha.numel() != 1:
             raise ValueError(f"alpha must be a scalar, got shape {tuple(alpha.shape)}")

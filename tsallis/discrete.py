@@ -278,6 +278,14 @@ def evidential_sparsification(phi: ArrayLike, beta_hat: ArrayLike) -> Evidential
     m_k = 0 exactly when exp(w_k^+) - 1 and prod_{l != k} (1 - exp(-w_l^-))
     are both 0; that test is made on the two terms, so a mass too small for
     the dtype (w_k^- > 745) still counts as nonzero.
+
+    Example:
+        >>> import numpy as np
+        >>> phi = np.array([0.3, -1.2])
+        >>> bias, weights = [0.5, 1.0, -0.3, 0.2], [[1.0, 0.2, -1.0, 0.9], [0.0, 0.5, 0.4, -0.6]]
+        >>> beta_hat = np.array([bias, *weights])
+        >>> evidential_sparsification(phi, beta_hat).probs.round(4)
+        array([0.3136, 0.2232, 0.    , 0.4632])
     """
     features = np.asarray(phi, dtype=np.float64)
     weights = np.asarray(beta_hat, dtype=np.float64)
@@ -314,7 +322,15 @@ def _product_of_others(factors: FloatArray) -> FloatArray:
 
 
 def gppr_jacobian(weights: FloatArray) -> FloatArray:
-    """Diag(s) - s s^T / sum(s) over the last axis (the finite cov_{p,2-alpha})."""
+    """Diag(s) - s s^T / sum(s) over the last axis (the finite cov_{p,2-alpha}).
+
+    Example:
+        >>> import numpy as np
+        >>> gppr_jacobian(np.array([1.0, 1.0, 0.0]))
+        array([[ 0.5, -0.5,  0. ],
+               [-0.5,  0.5,  0. ],
+               [ 0. ,  0. ,  0. ]])
+    """
     return _core.gppr_jacobian(np.asarray(weights))
 
 
@@ -322,6 +338,12 @@ def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
     """Diag(p) - p p^T, p = softmax(v) (eq 14): the gppr form with s = p^(2-1).
 
     Every Jacobian has shape (..., K, K): ``axis`` is moved last and doubled.
+
+    Example:
+        >>> import numpy as np
+        >>> softmax_jacobian(np.array([0.0, 0.0]))
+        array([[ 0.25, -0.25],
+               [-0.25,  0.25]])
     """
     return entmax_jacobian(v, 1.0, axis)
 
@@ -343,7 +365,15 @@ def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
 
 
 def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
-    """gppr form Diag(s) - s s^T / sum s with s = p^(2 - alpha) on the support."""
+    """gppr form Diag(s) - s s^T / sum s with s = p^(2 - alpha) on the support.
+
+    Example:
+        >>> import numpy as np
+        >>> entmax_jacobian(np.array([0.4, 1.4, -0.8]), 1.5).round(4)
+        array([[ 0.2835, -0.2835,  0.    ],
+               [-0.2835,  0.2835,  0.    ],
+               [ 0.    ,  0.    ,  0.    ]])
+    """
     alpha = real_at_least("alpha", alpha, 1.0)
     z, dtype = _finite_scores(v, axis)
     p = entmax(z, alpha)
@@ -351,7 +381,15 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
 
 
 def ev_softmax_jacobian(v: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
-    """Eq 9: Diag(p) - p p^T with p = ev_softmax(v) (0 in every row or column off the support)."""
+    """Eq 9: Diag(p) - p p^T with p = ev_softmax(v) (0 in every row or column off the support).
+
+    Example:
+        >>> import numpy as np
+        >>> ev_softmax_jacobian(np.array([0.4, 1.4, -0.8])).round(4)
+        array([[ 0.1966, -0.1966,  0.    ],
+               [-0.1966,  0.1966,  0.    ],
+               [ 0.    ,  0.    ,  0.    ]])
+    """
     p = np.moveaxis(ev_softmax(v, axis=axis, mask=mask), axis, -1)
     work = p.astype(np.promote_types(p.dtype, np.float32))
     return _core.gppr_jacobian(work).astype(p.dtype, copy=False)

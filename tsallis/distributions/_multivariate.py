@@ -110,6 +110,13 @@ class MultivariateFamily:
 def uniform_directions(
     generator: np.random.Generator, shape: tuple[int, ...], dim: int
 ) -> FloatArray:
-    """Points uniform on the unit sphere S^(dim-1)."""
+    """Points uniform on the unit sphere S^(dim-1).
+
+    Example:
+        >>> import numpy as np
+        >>> u = uniform_directions(np.random.default_rng(0), (3,), 2)
+        >>> np.linalg.norm(u, axis=-1).round(12)
+        array([1., 1., 1.])
+    """
     normal = generator.standard_normal((*shape, dim))
     return normal / np.linalg.norm(normal, axis=-1, keepdims=True)
