@@ -147,7 +147,22 @@ def ev_softmax(
 ) -> torch.Tensor:
     """Evidential softmax along ``dim`` (eq 7); ``eps > 0`` is the training variant (eq 10).
 
-    ``mask`` (bool, broadcastable to x) marks valid entries. Gradients are eq 9.
+    Args:
+        x: scores (..., K, ...), float16/bfloat16/float32/float64, any device.
+        dim: the axis of the distribution.
+        mask: None, or a bool tensor broadcastable to x (True: a valid entry); masked
+            entries get exactly 0 and no gradient, a row without a valid entry zeros.
+        eps: the eq 10 eps >= 0 (0: eq 7).
+
+    Returns:
+        Probabilities of x's shape and dtype, summing to 1 along ``dim``. Gradients are
+        eq 9 (closed form).
+
+    Raises:
+        TypeError: x not a floating tensor, mask not bool, dim not an int.
+        ValueError: dim out of range, an empty axis, a mask on another device or of a
+            shape that does not broadcast, eps < 0, NaN or +inf in a valid entry
+            (eager mode).
 
     Example:
         >>> import torch
@@ -187,6 +202,21 @@ def ev_softmax_nll_loss(
     ev_softmax(v) - delta_target as eps -> 0 (eq 12). eps must be > 0: with
     eps = 0 the likelihood of a class off the support is 0. ``"mean"`` over
     no non-ignored target returns 0 (torch returns NaN there).
+
+    Args:
+        logits: floating scores, (C,), (N, C) or (N, C, d1, ...).
+        target: integer class indices, () , (N,) or (N, d1, ...), on logits' device.
+        eps: the eq 10 eps > 0.
+        ignore_index: targets equal to it count for nothing.
+        reduction: "mean" (over the counted targets), "sum" or "none".
+
+    Returns:
+        A 0-dim tensor, or the per-target losses for "none".
+
+    Raises:
+        TypeError: logits not floating, target not integer, ignore_index not an int.
+        ValueError: a bad shape, reduction or eps, a target out of range, a target on
+            another device.
 
     Example:
         >>> import torch

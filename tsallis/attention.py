@@ -357,6 +357,19 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
     ``scale`` = Sigma (..., D, D). float32 input is computed in float64 where
     the window moments need it and returned as float32.
 
+    Args:
+        alpha: >= 1 in 1D (1: softmax, 2: sparsemax); 1 in any D; 2 in D = 2.
+        loc: the density's location, (...) in 1D or (..., D).
+        scale: sigma > 0 (...) in 1D, or Sigma (..., D, D) positive definite.
+        basis: the N Gaussian RBFs psi_j.
+
+    Returns:
+        rho of shape (..., N), float32 for float32 input, else float64.
+
+    Raises:
+        TypeError: non-real input. ValueError: alpha out of the supported range, NaN,
+        a scale <= 0 or not positive definite, mismatched shapes.
+
     Example:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
