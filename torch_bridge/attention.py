@@ -84,6 +84,13 @@ def loc_scale_from_natural(
             symmetric negative definite (2D), or shapes that do not broadcast.
             Checked when ``validate`` (one host read).
 
+    Args:
+        theta1: mu / sigma^2, any shape.
+        theta2: -1 / (2 sigma^2) < 0, broadcasting with theta1.
+
+    Returns:
+        (loc, scale) tensors of the broadcast shape.
+
     Example:
         >>> loc, scale = loc_scale_from_natural(1.0, -0.5)
         >>> float(loc), float(scale)
@@ -389,6 +396,21 @@ def continuous_attention(
     reach loc, scale and the basis parameters (2D alpha = 2: not Sigma_j);
     ``alpha`` gets none. ``validate`` checks the values (one host read).
 
+    Args:
+        loc: (...) in 1D, (..., 2) in 2D; floating, on the basis' device.
+        scale: sigma > 0 (...) in 1D, Sigma (..., 2, 2) in 2D.
+        basis: a ``GaussianRBF`` of N functions.
+        alpha: see above (a Python float or a 0-dim tensor).
+        angles: 2D alpha = 2 only: the trapezoid node count in the angle, or None.
+        validate: check the values (one host read).
+
+    Returns:
+        rho of shape (..., N) in the input dtype.
+
+    Raises:
+        TypeError: non-tensor or non-floating input. ValueError: an unsupported alpha,
+        non-finite loc, a scale <= 0 or not positive definite, mismatched shapes.
+
     Example:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
@@ -415,6 +437,17 @@ def ridge_value_function(
     by Cholesky in float64, returned in the basis dtype. Cached on the basis
     per (positions, penalty) while no basis tensor requires grad (a trainable
     basis recomputes it, differentiably).
+
+    Args:
+        positions: (L,) in 1D or (L, 2) in 2D.
+        basis: a ``GaussianRBF`` of N functions.
+        penalty: the ridge penalty, finite and >= 0.
+
+    Returns:
+        G of shape (L, N) in the basis dtype.
+
+    Raises:
+        TypeError, ValueError: bad positions or a penalty < 0.
 
     Example:
         >>> import torch

@@ -87,6 +87,13 @@ class GaussianRBF(nn.Module):
 def check_spd(name: str, matrix: torch.Tensor) -> None:
     """Symmetric (to 1e-6 relative) and positive definite, else ValueError.
 
+    Args:
+        name: the argument's name, for the message.
+        matrix: (..., D, D).
+
+    Raises:
+        ValueError: a matrix that is not symmetric or not positive definite.
+
     Example:
         >>> import torch
         >>> check_spd("Sigma", torch.eye(2))  # passes silently; a non-SPD matrix raises
@@ -103,6 +110,12 @@ def check_spd(name: str, matrix: torch.Tensor) -> None:
 
 def alpha_value(alpha: object) -> float:
     """alpha as a Python float (one host read for a tensor; alpha gets no gradient).
+
+    Args:
+        alpha: a Python number or a 0-dim tensor.
+
+    Returns:
+        alpha as a float.
 
     Example:
         >>> import torch
@@ -126,6 +139,12 @@ def constant_float(value: object) -> object:
     per-eps constants). __float__ specializes it: a guard on its value, so each value
     compiles once (float() and guard_float do not trace to a constant in torch 2.13).
     Outside torch.compile, and for tensors, the value is returned as it is.
+
+    Args:
+        value: a Python number (or a 0-dim tensor).
+
+    Returns:
+        The value as a float.
     """
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if torch.compiler.is_compiling() and number:

@@ -180,6 +180,16 @@ def log_ev_softmax(
     Finite on valid entries when eps > 0 (for logits spread over any finite
     range); with eps = 0 entries off the support are -inf with zero gradient.
 
+    Args:
+        x, dim, mask: as for ``ev_softmax``.
+        eps: the eq 10 eps >= 0 (default 1e-6).
+
+    Returns:
+        Log-probabilities of x's shape and dtype.
+
+    Raises:
+        TypeError, ValueError: as for ``ev_softmax``.
+
     Example:
         >>> import torch
         >>> log_ev_softmax(torch.tensor([0.4, 1.4, -0.8]))  # eps = 1e-6: finite

@@ -198,6 +198,17 @@ def sparsemax(x: torch.Tensor, dim: int = -1, mask: torch.Tensor | None = None) 
     """Sparsemax along ``dim`` (entmax with alpha = 2): the Euclidean projection of x
     onto the simplex, exact.
 
+    Args:
+        x: scores (..., K, ...), float16/bfloat16/float32/float64; -inf entries get 0.
+        dim: the axis of the distribution.
+        mask: bool, broadcastable to x; False entries get 0 and no gradient.
+
+    Returns:
+        Probabilities of x's shape and dtype, summing to 1 along ``dim``.
+
+    Raises:
+        TypeError, ValueError: as for ``entmax``.
+
     Example:
         >>> import torch
         >>> sparsemax(torch.tensor([0.4, 0.9, -0.8]))
@@ -226,6 +237,10 @@ def entmax_loss(
     Returns:
         The loss, (...) for "none", else a scalar. Its gradient in x is p - y
         exactly; in alpha it is dH_alpha(p)/dalpha - dH_alpha(y)/dalpha (p optimal).
+
+    Raises:
+        TypeError, ValueError: a bad x, alpha, target, ignore_index or reduction (the
+        messages name the argument and its valid range).
 
     Example:
         >>> import torch
@@ -273,7 +288,14 @@ def sparsemax_loss(
 ) -> torch.Tensor:
     """The sparsemax (alpha = 2) Fenchel-Young loss: <p - y, x> + (|y|^2 - |p|^2) / 2.
 
-    Arguments, returns and errors as for ``entmax_loss``.
+    Args:
+        x, target, reduction, ignore_index: as for ``entmax_loss``.
+
+    Returns:
+        As for ``entmax_loss``.
+
+    Raises:
+        TypeError, ValueError: as for ``entmax_loss``.
 
     Example:
         >>> import torch

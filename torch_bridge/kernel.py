@@ -76,6 +76,16 @@ def kernel_attention(
             would work); with ``validate``, non-finite gamma or inducing points,
             or a row whose density has no mass.
 
+    Args:
+        gamma: kernel weights, (..., M).
+        inducing: the M inducing points.
+        basis: a 1D ``GaussianRBF`` of N functions.
+        alpha: >= 1.
+        kernel, bandwidth, base, nodes: see above.
+
+    Returns:
+        r of shape (..., N) in gamma's dtype.
+
     Example:
         >>> import torch
         >>> from torch_bridge import GaussianRBF

@@ -386,6 +386,15 @@ def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF)
     [Sigma^-1 mu, vec(-Sigma^-1 / 2)] in D dims (M = D + D^2, rows of vec in
     row-major order).
 
+    Args:
+        alpha, loc, scale, basis: as for ``rho``.
+
+    Returns:
+        drho/d(loc, scale), shape (..., 2, N) in 1D (derivatives in loc and sigma).
+
+    Raises:
+        TypeError, ValueError: as for ``rho``.
+
     Example:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
@@ -406,6 +415,19 @@ def ridge_value_function(
     ``H`` (..., D_v, L) holds the observations at ``positions`` ((L,) in 1D,
     (L, D) in D dims); F[j, l] = psi_j(t_l). G is cached on the basis per
     (positions, penalty).
+
+    Args:
+        H: values at the positions, shape (..., D_v, L).
+        positions: the L observation positions, (L,) in 1D or (L, D).
+        basis: the N Gaussian RBFs.
+        penalty: the ridge penalty >= 0.
+
+    Returns:
+        B = H G, shape (..., D_v, N).
+
+    Raises:
+        TypeError: non-real input. ValueError: shapes that do not match, a penalty < 0,
+        NaN or inf.
 
     Example:
         >>> import numpy as np

@@ -248,6 +248,15 @@ def log_ev_softmax(
     Returns:
         Log-probabilities of v's shape.
 
+    Args:
+        v: scores, any shape, real.
+        axis: the axis of the distribution.
+        mask: None, or booleans broadcastable to v (True: a valid entry).
+        eps: the eq 10 eps >= 0 (default 1e-6).
+
+    Raises:
+        TypeError, ValueError: bad v, mask or eps, NaN or +inf in a valid entry.
+
     Example:
         >>> import numpy as np
         >>> log_ev_softmax(np.array([0.4, 1.4, -0.8])).round(2)
@@ -278,6 +287,16 @@ def evidential_sparsification(phi: ArrayLike, beta_hat: ArrayLike) -> Evidential
     m_k = 0 exactly when exp(w_k^+) - 1 and prod_{l != k} (1 - exp(-w_l^-))
     are both 0; that test is made on the two terms, so a mass too small for
     the dtype (w_k^- > 745) still counts as nonzero.
+
+    Args:
+        phi: features, shape (..., J), real.
+        beta_hat: last-layer weights, shape (J + 1, K), the bias in row 0.
+
+    Returns:
+        EvidentialSparsification(weights, masses, probs), each of shape (..., K).
+
+    Raises:
+        TypeError: non-real input. ValueError: shapes that do not match, NaN or inf.
 
     Example:
         >>> import numpy as np
@@ -324,6 +343,12 @@ def _product_of_others(factors: FloatArray) -> FloatArray:
 def gppr_jacobian(weights: FloatArray) -> FloatArray:
     """Diag(s) - s s^T / sum(s) over the last axis (the finite cov_{p,2-alpha}).
 
+    Args:
+        weights: s >= 0 over the last axis, shape (..., K).
+
+    Returns:
+        The Jacobian, shape (..., K, K); a row with s = 0 everywhere gives 0.
+
     Example:
         >>> import numpy as np
         >>> gppr_jacobian(np.array([1.0, 1.0, 0.0]))
@@ -338,6 +363,16 @@ def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
     """Diag(p) - p p^T, p = softmax(v) (eq 14): the gppr form with s = p^(2-1).
 
     Every Jacobian has shape (..., K, K): ``axis`` is moved last and doubled.
+
+    Args:
+        v: scores, any shape, real.
+        axis: the axis of the distribution.
+
+    Returns:
+        dp/dv, shape (..., K, K) with the K entries of ``axis`` last.
+
+    Raises:
+        TypeError, ValueError: as for ``softmax``.
 
     Example:
         >>> import numpy as np
@@ -354,6 +389,13 @@ def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
     Returns:
         The Jacobian dp/dv, shape (..., K, K) for v of shape (..., K) along ``axis``.
 
+    Args:
+        v: scores, any shape, real.
+        axis: the axis of the distribution.
+
+    Raises:
+        TypeError, ValueError: as for ``sparsemax``.
+
     Example:
         >>> import numpy as np
         >>> sparsemax_jacobian(np.array([0.5, 1.0, -1.0]))
@@ -366,6 +408,17 @@ def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
 
 def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     """gppr form Diag(s) - s s^T / sum s with s = p^(2 - alpha) on the support.
+
+    Args:
+        v: scores, any shape, real.
+        alpha: a real >= 1.
+        axis: the axis of the distribution.
+
+    Returns:
+        dp/dv, shape (..., K, K) with the K entries of ``axis`` last.
+
+    Raises:
+        TypeError, ValueError: as for ``entmax``.
 
     Example:
         >>> import numpy as np
@@ -382,6 +435,17 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
 
 def ev_softmax_jacobian(v: ArrayLike, axis: int = -1, mask: ArrayLike | None = None) -> FloatArray:
     """Eq 9: Diag(p) - p p^T with p = ev_softmax(v) (0 in every row or column off the support).
+
+    Args:
+        v: scores, any shape, real.
+        axis: the axis of the distribution.
+        mask: None, or booleans broadcastable to v (True: a valid entry).
+
+    Returns:
+        dp/dv, shape (..., K, K) with the K entries of ``axis`` last.
+
+    Raises:
+        TypeError, ValueError: as for ``ev_softmax``.
 
     Example:
         >>> import numpy as np

@@ -41,6 +41,17 @@ def kernel_sum(
 ) -> FloatArray:
     """f~(t) = sum_i gamma_i k(t, t_i) for the Gaussian or Laplace kernel.
 
+    Args:
+        t: points, any shape.
+        gamma: weights (..., M) of the M inducing points.
+        inducing: the M inducing points.
+        kernel: "gaussian"; any other name is the Laplace kernel (callers validate it:
+            ``KernelFamily`` accepts "gaussian" and "laplace").
+        bandwidth: the kernel bandwidth h > 0.
+
+    Returns:
+        f~ at t, shape (..., *t.shape).
+
     Example:
         >>> import numpy as np
         >>> t, gamma, inducing = np.array([0.0, 0.5]), np.array([1.0, -1.0]), np.array([0.0, 1.0])
@@ -256,6 +267,15 @@ class Verdict:
 def kernel_growth(kernel: str) -> float:
     """xi in k(t, t) <= L |t|^xi + C; both kernels have k(t, t) = 1: any xi > 0 works (0).
 
+    Args:
+        kernel: "gaussian" or "laplace".
+
+    Returns:
+        xi = 0.0.
+
+    Raises:
+        ValueError: another kernel name.
+
     Example:
         >>> print(kernel_growth("gaussian"))
         0.0
@@ -268,6 +288,12 @@ def kernel_growth(kernel: str) -> float:
 def tail_decay(base: UniformBase | GaussianBase) -> float:
     """eta in P(|T| >= z) <= C exp(-v z^eta): inf for a bounded support, 2 for a Gaussian.
 
+    Args:
+        base: the base law Q (``UniformBase`` or ``GaussianBase``).
+
+    Returns:
+        eta: inf for a bounded support, 2.0 for a Gaussian base.
+
     Example:
         >>> print(tail_decay(GaussianBase(0.0, 1.0)))
         2.0
@@ -277,6 +303,13 @@ def tail_decay(base: UniformBase | GaussianBase) -> float:
 
 def prop_5_1(xi: float, eta: float) -> Verdict:
     """Moreno 2022 Prop 5.1: exp(f) is Q-integrable if eta > xi / 2.
+
+    Args:
+        xi: the kernel growth exponent (``kernel_growth``).
+        eta: the base's tail exponent (``tail_decay``).
+
+    Returns:
+        A Verdict: whether the condition holds, and the reason.
 
     Example:
         >>> prop_5_1(0.0, 2.0)
@@ -296,6 +329,13 @@ def prop_5_4(family: KernelFamily, c_t: float) -> Verdict:
     """Moreno 2022 Prop 5.4 (1 < alpha <= 2): (alpha-1) f~(t) + 1 <= 0 for |t| > c_t.
 
     The kernel growth condition holds for both kernels (k(t, t) = 1).
+
+    Args:
+        family: a ``KernelFamily`` with 1 < alpha <= 2.
+        c_t: the radius beyond which the tail condition must hold.
+
+    Returns:
+        A Verdict: whether the condition holds, and the reason.
 
     Example:
         >>> fam = KernelFamily([1.0, 2.0], [0.3, 0.6], alpha=1.5, base=GaussianBase(0.0, 1.0))

@@ -307,6 +307,13 @@ class KinkAware(Rule):
 def softplus_positive(v: NDArray[np.floating], sharpness: float) -> NDArray[np.floating]:
     """softplus(s v) / s, the smoothed [v]_+ of Moreno 2022 sec 5.3.1 (bias <= log(2)/s).
 
+    Args:
+        v: reals, any shape.
+        sharpness: s > 0 (larger: closer to [v]_+).
+
+    Returns:
+        An array of v's shape.
+
     Example:
         >>> import numpy as np
         >>> softplus_positive(np.array([-1.0, 0.0, 1.0]), 50.0).round(4)
@@ -319,6 +326,14 @@ def smoothed_exp_beta(
     u: NDArray[np.floating], beta: float, sharpness: float
 ) -> NDArray[np.floating]:
     """exp_beta(u) with [.]_+ replaced by the softplus smoothing (beta < 1).
+
+    Args:
+        u: reals, any shape.
+        beta: the deformation, < 1.
+        sharpness: the softplus sharpness s > 0.
+
+    Returns:
+        An array of u's shape.
 
     Example:
         >>> import numpy as np
