@@ -495,6 +495,14 @@ class ContinuousAttention(nn.Module):
     H @ ridge_value_function(positions, basis, penalty)); the context is
     B rho (..., D_v). See ``continuous_attention`` for loc, scale and alpha.
 
+    Args:
+        basis: a ``GaussianRBF`` of N functions.
+        alpha: as for ``continuous_attention``.
+
+    Forward:
+        loc, scale as for ``continuous_attention``; values B (..., D_v, N). Returns the
+        context (..., D_v).
+
     Example:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))

@@ -21,6 +21,14 @@ class GaussianRBF(nn.Module):
     ``sigma`` (N, 2, 2) covariances. nn.Parameter arguments stay parameters
     (trainable); plain tensors become buffers. ``.to(device, dtype)`` moves both.
 
+    Args:
+        mu: centres, (N,) in 1D or (N, 2), a floating tensor or nn.Parameter.
+        sigma: standard deviations > 0 (N,) in 1D, or covariances (N, 2, 2).
+
+    Raises:
+        TypeError, ValueError: non-floating tensors, mismatched shapes or devices, a
+        sigma <= 0 or a covariance that is not symmetric positive definite.
+
     Example:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))

@@ -282,6 +282,13 @@ def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_i
 class EvSoftmax(nn.Module):
     """ev-softmax along ``dim``: eps = ``eps`` (1e-6) in training mode, 0 in eval mode.
 
+    Args:
+        dim: the axis of the distribution.
+        eps: the training-mode eps >= 0 (eq 10).
+
+    Forward:
+        x and an optional mask, as for ``ev_softmax``. Returns probabilities of x's shape.
+
     Example:
         >>> import torch
         >>> EvSoftmax(dim=-1).eval()(torch.tensor([0.4, 1.4, -0.8]))
@@ -302,6 +309,12 @@ class EvSoftmax(nn.Module):
 
 class LogEvSoftmax(EvSoftmax):
     """log ev-softmax along ``dim``; in eval mode (eps = 0) entries off the support are -inf.
+
+    Args:
+        dim, eps: as for ``EvSoftmax``.
+
+    Forward:
+        x and an optional mask. Returns log-probabilities of x's shape.
 
     Example:
         >>> import torch

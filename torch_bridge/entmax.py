@@ -309,6 +309,13 @@ class Entmax(nn.Module):
     """alpha-entmax along ``dim``; ``alpha`` may be an ``nn.Parameter`` (learned: a 0-dim
     one, or one per row broadcasting to x with size 1 along ``dim``).
 
+    Args:
+        alpha: a real > 0, a tensor, or an nn.Parameter (as for ``entmax``).
+        dim: the axis of the distribution.
+
+    Forward:
+        x and an optional mask, as for ``entmax``. Returns probabilities of x's shape.
+
     Example:
         >>> import torch
         >>> Entmax(alpha=2.0)(torch.tensor([0.4, 0.9, -0.8]))
@@ -331,6 +338,12 @@ class Entmax(nn.Module):
 class Sparsemax(nn.Module):
     """Sparsemax along ``dim`` (the module form of ``sparsemax``; forward takes x and an
     optional mask).
+
+    Args:
+        dim: the axis of the distribution.
+
+    Forward:
+        x and an optional mask, as for ``sparsemax``.
 
     Example:
         >>> import torch

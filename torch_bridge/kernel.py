@@ -165,6 +165,14 @@ class KernelAttention(nn.Module):
     basis and the kernel settings of ``kernel_attention``. ``values`` B is
     (..., D_v, N); the context is (..., D_v).
 
+    Args:
+        inducing: the M inducing points (a tensor, or an nn.Parameter to learn them).
+        basis: a 1D ``GaussianRBF`` of N functions.
+        alpha, kernel, bandwidth, base: as for ``kernel_attention``.
+
+    Forward:
+        gamma (..., M) and values B (..., D_v, N). Returns the context (..., D_v).
+
     Example:
         >>> import torch
         >>> from torch_bridge import GaussianRBF

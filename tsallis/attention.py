@@ -61,6 +61,14 @@ class GaussianRBF:
     1D: ``mu`` (N,), ``sigma`` (N,) standard deviations. D dims: ``mu`` (N, D),
     ``sigma`` (N, D, D) covariance matrices (symmetric positive definite).
 
+    Args:
+        mu: centres, (N,) in 1D or (N, D), real.
+        sigma: standard deviations > 0 (N,) in 1D, or covariances (N, D, D).
+
+    Raises:
+        TypeError: non-real input. ValueError: mismatched shapes, sigma <= 0 or a
+        covariance that is not symmetric positive definite, NaN or inf.
+
     Example:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))

@@ -94,6 +94,10 @@ class Rule:
 class Trapezoid(Rule):
     """Composite trapezoid on [a, b] with n >= 2 equally spaced points.
 
+    Args:
+        a: the left end, finite.
+        b: the right end, finite and > a.
+
     Example:
         >>> print(Trapezoid(0.0, 1.0).integrate(lambda t: t**2, 3).value)
         0.375
@@ -115,6 +119,10 @@ class Trapezoid(Rule):
 
 class TrapezoidLine(Rule):
     """Trapezoid for integrals over R, truncated to [center - half_width, center + half_width].
+
+    Args:
+        center: the centre of the truncated line.
+        half_width: > 0; nodes lie on [center - half_width, center + half_width].
 
     Example:
         >>> import numpy as np
@@ -139,6 +147,10 @@ class TrapezoidLine(Rule):
 class GaussLegendre(Rule):
     """n-point Gauss-Legendre on [a, b] (nodes cached per n).
 
+    Args:
+        a: the left end, finite.
+        b: the right end, finite and > a.
+
     Example:
         >>> print(GaussLegendre(0.0, 1.0).integrate(lambda t: t**3, 2).value.round(15))
         0.25
@@ -157,6 +169,10 @@ class GaussLegendre(Rule):
 
 class PeriodicTrapezoid(Rule):
     """n points start + k period / n, k = 0 .. n-1: the end point is not repeated.
+
+    Args:
+        start: the first node.
+        period: the period > 0.
 
     Example:
         >>> import numpy as np
