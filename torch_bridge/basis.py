@@ -153,6 +153,10 @@ def constant_float(value: object) -> object:
 
     Returns:
         The value as a float.
+
+    Example:
+        >>> constant_float(2.5)
+        2.5
     """
     number = isinstance(value, (int, float)) and not isinstance(value, bool)
     if torch.compiler.is_compiling() and number:

@@ -196,6 +196,12 @@ class BetaGaussian(Distribution):
             (so sigma <= 0, NaN and inf too), or a Sigma that is not symmetric
             positive definite.
 
+    Args:
+        alpha: a real > 1 (a Python number or a tensor broadcasting with loc).
+        loc: (...) in 1D, (..., D) in N-D; a floating tensor.
+        scale: sigma > 0 (...) in 1D, or Sigma (..., D, D).
+        validate_args: check the parameters (default on; see above).
+
     Example:
         >>> d = BetaGaussian(2.0, torch.tensor(0.0), torch.tensor(1.0))
         >>> round(float(d.half_width), 4)  # (3 sigma^2 / 2)^(1/3), Martins 2020 eq 10

@@ -269,7 +269,15 @@ def log_ev_softmax(
 
 
 class EvidentialSparsification(NamedTuple):
-    """Eqs 4-6: evidential weights w, belief masses m and the sparse distribution."""
+    """Eqs 4-6: evidential weights w, belief masses m and the sparse distribution.
+
+    Example:
+        >>> import numpy as np
+        >>> beta_hat = np.array([[0.5, 1.0, -0.3], [1.0, 0.2, -1.0]])  # bias row, weights
+        >>> result = evidential_sparsification(np.array([0.3]), beta_hat)
+        >>> result.probs.round(4), result.masses.shape
+        (array([0.4354, 0.5646, 0.    ]), (3,))
+    """
 
     weights: FloatArray
     masses: FloatArray

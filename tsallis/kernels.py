@@ -82,6 +82,15 @@ class KernelFamily:
             (the message says what works), or no mass on [a, b].
         TypeError: a base of the wrong type.
 
+    Args:
+        gamma: kernel weights (M,), real.
+        inducing: the M inducing points.
+        alpha: >= 1.
+        kernel: "gaussian" or "laplace".
+        bandwidth: the kernel bandwidth h > 0.
+        base: ``UniformBase`` (default: uniform on [0, 1]) or ``GaussianBase``.
+        nodes: Gauss-Legendre nodes per panel, or None (16).
+
     Example:
         >>> family = KernelFamily([1.0, -1.0], [0.25, 0.75], alpha=2.0)
         >>> round(float(family.expect(lambda t: t)), 6)

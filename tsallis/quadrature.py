@@ -208,6 +208,14 @@ class KinkAware(Rule):
     of a Laplace kernel) as ``breakpoints``. Pieces narrower than the scan
     spacing can be missed: raise ``scan`` for them.
 
+    Args:
+        u: the function whose positive part the integrand carries, (n,) -> (n,).
+        a: the left end, finite.
+        b: the right end, finite and > a.
+        breakpoints: further points to split at (kinks of the integrand itself).
+        scan: the number of scan points that bracket the roots of u.
+        edge_exponent: k of the integrand's (distance)^k behaviour at a root of u.
+
     Example:
         >>> import numpy as np
         >>> u = lambda t: 0.25 - (t - 0.5) ** 2  # [u]_+ has kinks at 0.25 and 0.75

@@ -17,6 +17,13 @@ class MultivariateFamily:
     """Elliptical family: the density depends on t through d^2 = (t-mu)^T Sigma^-1 (t-mu).
 
     Generated kernels take (d2, *shape, n, logdet); logdet keeps extreme Sigma in range.
+
+    Example:
+        >>> import numpy as np
+        >>> from tsallis import TruncatedParaboloid
+        >>> d = TruncatedParaboloid([0.0, 0.0], np.eye(2))
+        >>> isinstance(d, MultivariateFamily), d.mahalanobis2([[1.0, 0.0], [0.0, 2.0]])
+        (True, array([1., 4.]))
     """
 
     _gen: ModuleType

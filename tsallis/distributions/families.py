@@ -69,7 +69,14 @@ class Gaussian(UnivariateFamily):
 
 
 class MultivariateGaussian(MultivariateFamily, Gaussian):
-    """N-D Gaussian N(loc, Sigma); built by ``Gaussian(loc, Sigma)``."""
+    """N-D Gaussian N(loc, Sigma); built by ``Gaussian(loc, Sigma)``.
+
+    Example:
+        >>> import numpy as np
+        >>> d = Gaussian([0.0, 0.0], np.eye(2))  # builds a MultivariateGaussian
+        >>> print(type(d).__name__, round(float(d.pdf([0.0, 0.0])), 6))
+        MultivariateGaussian 0.159155
+    """
 
     _gen = gaussian
     _names: ClassVar[dict[str, str]] = {
@@ -251,7 +258,14 @@ class BetaGaussian(UnivariateFamily):
 
 
 class MultivariateBetaGaussian(MultivariateFamily, BetaGaussian):
-    """N-D beta-Gaussian; built by ``BetaGaussian(alpha, loc, Sigma)`` with scalar alpha."""
+    """N-D beta-Gaussian; built by ``BetaGaussian(alpha, loc, Sigma)`` with scalar alpha.
+
+    Example:
+        >>> import numpy as np
+        >>> d = BetaGaussian(2.0, [0.0, 0.0], np.eye(2))  # alpha = 2: the truncated paraboloid
+        >>> print(type(d).__name__, round(float(d.support()), 6))
+        MultivariateBetaGaussian 1.062252
+    """
 
     _gen = beta_gaussian
     _names: ClassVar[dict[str, str]] = {}
