@@ -52,6 +52,9 @@ _BINARY = {
 }
 _UNARY = {ast.USub: lambda a: -a, ast.UAdd: lambda a: a}
 _NOT_REAL = (sp.I, sp.nan, sp.zoo, sp.oo, sp.S.NegativeInfinity)
+# values no intermediate may take: SymPy would carry them on (atan(1/0) is the interval
+# AccumBounds(-pi/2, pi/2), and (1/0)**1 was refused as having "more than 2000 digits")
+_NOT_FINITE = (sp.nan, sp.zoo, sp.oo, sp.S.NegativeInfinity)
 
 
 class _RefusedError(ValueError):
@@ -113,7 +116,7 @@ def parse_formula(
         raise ValueError(f"{name}: nested too deeply") from None
     if not isinstance(expr, sp.Expr):
         raise ValueError(f"{name}: {text!r} is not an expression")
-    if expr.has(*_NOT_REAL) or expr.is_real is False:
+    if expr.has(*_NOT_REAL) or expr.has(sp.AccumBounds) or expr.is_real is False:
         raise ValueError(f"{name}: {expr} is not a finite real expression")
     return expr
 
@@ -170,6 +173,15 @@ def _check_power(base: sp.Expr, exponent: sp.Expr, piece: str) -> None:
 
 
 def _convert(node: ast.AST, text: str, variables: Mapping[str, sp.Symbol]) -> sp.Expr:
+    expr = _convert_node(node, text, variables)
+    if isinstance(node, (ast.BinOp, ast.UnaryOp, ast.Call)) and (
+        expr.has(*_NOT_FINITE) or expr.has(sp.AccumBounds)
+    ):
+        raise _RefusedError(f"{_describe(node, text)} is not finite (SymPy gives {expr})")
+    return expr
+
+
+def _convert_node(node: ast.AST, text: str, variables: Mapping[str, sp.Symbol]) -> sp.Expr:
     if isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, bool) or not isinstance(value, (int, float)):

@@ -229,13 +229,28 @@ def _combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 @settings(max_examples=150, deadline=None)
 @given(st.recursive(_LEAVES, _combine, max_leaves=8))
 @example("(sqrt(-(1)))**2")  # a complex base was refused as "more than 2000 digits"
+@example("atan(((1 / 0))**1)")  # SymPy: AccumBounds(-pi/2, pi/2); was accepted
 def test_grammar_agrees_with_sympify(text):
     """On the accepted grammar the tree-built expression equals SymPy's own parse."""
     try:
         ours = parse_formula(text, {"t": T}, "g")
     except ValueError:  # e.g. 1/0 -> zoo is refused; SymPy's parse must agree it is not real
         theirs = sp.sympify(text, locals={"t": T})
-        assert theirs.has(sp.zoo, sp.nan, sp.oo, sp.I) or theirs.is_real is False
+        # (an interval, AccumBounds, is what SymPy makes of atan(zoo): not a number)
+        assert theirs.has(sp.zoo, sp.nan, sp.oo, sp.I, sp.AccumBounds) or theirs.is_real is False
         return
     theirs = sp.sympify(text, locals={"t": T})
     assert ours == theirs or sp.simplify(ours - theirs) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "piece"),
+    [("atan(1/0)", "'1/0'"), ("(1/0)**1", "'1/0'"), ("0**-1", "'0**-1'"), ("t + 0*(1/0)", "'1/0'")],
+)
+def test_undefined_parts_are_refused_where_they_occur(text, piece):
+    """A part that SymPy evaluates to zoo, nan, +-oo or an interval is refused, naming
+    that part (atan(1/0) used to be accepted as AccumBounds(-pi/2, pi/2), and (1/0)**1
+    refused as having "more than 2000 digits")."""
+    with pytest.raises(ValueError, match="is not finite") as error:
+        parse_formula(text, {"t": T}, "g")
+    assert piece in str(error.value)
