@@ -1,7 +1,7 @@
 """MkDocs hooks: pages generated from the code, so that they cannot drift from it.
 
 - ``<!-- formulas -->`` becomes the formula sheet that ``tsallis derive`` writes
-  (derivations/FORMULAS.md, itself generated from the SymPy derivations);
+  (tsallis/derivations/FORMULAS.md, itself generated from the SymPy derivations);
 - ``<!-- cli-help -->`` becomes ``tsallis --help`` and every subcommand's help.
 """
 
@@ -27,7 +27,7 @@ def _cli_help() -> str:
 
 def on_page_markdown(markdown: str, **_: object) -> str:
     if "<!-- formulas -->" in markdown:
-        sheet = (ROOT / "derivations" / "FORMULAS.md").read_text(encoding="utf-8")
+        sheet = (ROOT / "tsallis" / "derivations" / "FORMULAS.md").read_text(encoding="utf-8")
         body = sheet.split("# Formula sheet\n", 1)[1]  # the page has its own title
         markdown = markdown.replace("<!-- formulas -->", body)
     if "<!-- cli-help -->" in markdown:

@@ -128,8 +128,8 @@ def _derive(args: argparse.Namespace) -> int:
     from tsallis.derivations.codegen import compare_or_update
     from tsallis.derivations.registry import (
         FORMULA_SHEET,
-        INSTALLED_FORMULA_SHEET,
         OUTPUT_DIRS,
+        ROOT,
         render_all,
         source_checkout,
     )
@@ -141,11 +141,8 @@ def _derive(args: argparse.Namespace) -> int:
         files = render_all(readme=False)
     elif checkout is not None:
         base, files = checkout, render_all()
-    elif args.check:  # an installed package: compare, never write
-        import tsallis
-
-        base, sheet = Path(tsallis.__file__).resolve().parent.parent, INSTALLED_FORMULA_SHEET
-        files = render_all(readme=False)
+    elif args.check:  # an installed package (ROOT is site-packages): compare, never write
+        base, files = ROOT, render_all(readme=False)
     else:
         raise UsageError(
             "derive: tsallis is installed here, not run from a source checkout, and an"

@@ -103,7 +103,7 @@ def render_readme_table(results: Iterable[FamilyDerivation | KernelSet]) -> str:
         "",
         "sigma is the scale (b for Laplace and triangular), k = 1/(alpha - 1), n the",
         "dimension; the full sheet, with densities, entropies and cdfs, is",
-        "[`derivations/FORMULAS.md`](derivations/FORMULAS.md).",
+        "[`tsallis/derivations/FORMULAS.md`](tsallis/derivations/FORMULAS.md).",
         "",
         TABLE_END,
     ]

@@ -27,17 +27,16 @@ from tsallis.derivations.triangular import derive_triangular
 from tsallis.derivations.truncated_parabola import derive_truncated_parabola
 from tsallis.derivations.truncated_paraboloid import derive_truncated_paraboloid
 
-ROOT = Path(__file__).resolve().parent.parent
+# the folder that holds the tsallis package: the repository root in a source checkout,
+# site-packages in an installed wheel
+ROOT = Path(__file__).resolve().parent.parent.parent
 
 
 def source_checkout() -> Path | None:
-    """The repository root when these derivations run from a source checkout (the
-    folder derivations/ beside pyproject.toml and tsallis/), else None: an installed
-    wheel holds them as tsallis/derivations, which ``tsallis derive`` never rewrites."""
-    here = Path(__file__).resolve().parent
-    if here.name == "derivations" and (ROOT / "pyproject.toml").is_file():
-        return ROOT if (ROOT / "tsallis" / "__init__.py").is_file() else None
-    return None
+    """The repository root when these derivations run from a source checkout (tsallis/
+    beside pyproject.toml), else None: an installed wheel, which ``tsallis derive``
+    never rewrites."""
+    return ROOT if (ROOT / "pyproject.toml").is_file() else None
 
 
 @dataclass(frozen=True)
@@ -97,9 +96,7 @@ OUTPUT_DIRS = {
     "torch": Path("torch_bridge/_generated"),
     "xp": Path("tsallis/core/_generated"),  # one module for both (array namespace)
 }
-FORMULA_SHEET = Path("derivations/FORMULAS.md")
-# where the formula sheet lies in an installed package (package data of tsallis.derivations)
-INSTALLED_FORMULA_SHEET = Path("tsallis/derivations/FORMULAS.md")
+FORMULA_SHEET = Path("tsallis/derivations/FORMULAS.md")  # package data, in both layouts
 
 
 def _backends(result: FamilyDerivation | KernelSet) -> set[str]:
