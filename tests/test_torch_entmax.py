@@ -51,15 +51,61 @@ def test_float64_matches_mpmath(alpha):
         assert np.abs(got - _exact(row, alpha)).max() <= 1e-12
 
 
-@pytest.mark.parametrize("alpha", [3.0, 5.0])
+@pytest.mark.parametrize("alpha", [2.5, 3.0, 5.0, 10.0])
 def test_float64_above_two_matches_mpmath(alpha):
-    """Above alpha = 2, dp/dz = p^(2-alpha) is unbounded at the support edge: an entry
-    with base delta carries the threshold's rounding times delta^(1/(alpha-1) - 1).
-    On these rows (measured <= 1.2e-12 at alpha = 5) the bar is 1e-11."""
+    """Above alpha = 2, dp/dz = s = p^(2-alpha) is unbounded at the support edge; the
+    threshold is refined as a double-double (core.discrete._refined_above_two). On
+    N(0, 9) rows: within 1e-12 (measured <= 2e-16; the base formed as 1 + (alpha-1) f
+    had been up to 4e-12 off at alpha = 5 on N(0, 100) rows)."""
     x = torch.randn(4, 12, generator=torch.Generator().manual_seed(2), dtype=F64) * 3
+    x = torch.cat(
+        [x, torch.randn(4, 12, generator=torch.Generator().manual_seed(7), dtype=F64) * 10]
+    )
     p = entmax(x, alpha).numpy()
     for row, got in zip(x.numpy(), p, strict=True):
-        assert np.abs(got - _exact(row, alpha)).max() <= 1e-11
+        assert np.abs(got - _exact(row, alpha)).max() <= 1e-12
+
+
+# Rows with entries a hair inside the support: [-0.277, -0.230, -0.138] at alpha = 10
+# has an entry 2 ulps of the threshold inside it with p = 0.020 (the loop alone left it
+# out); [-0.162, -0.054] at alpha = 10 has p = 0.0034 with s = 5e19.
+_EDGE_ROWS = [
+    [-0.27720552936923276, -0.23037603279804264, -0.13803081012174426],
+    [-0.16197148400515962, -0.0542548433921024],
+    [-50.17777792109459, -50.11084018234232, -50.2880828703391, -50.19804546218331],
+]
+
+
+@pytest.mark.parametrize("alpha", [2.5, 5.0, 10.0])
+def test_float64_above_two_at_the_support_edge(alpha):
+    """Entries near the edge, offset by 0, +-1e-3, -50 and 1e3, against 50-digit mpmath.
+    The double-double threshold tau_hi + d resolves d to 4 ulps of |d| <= 8 eps (|max|
+    + |c| + 1/(alpha - 1)), so entry i may be off by s_i 32 eps^2 (|max| + 2) beyond a
+    few eps: that is the bar (measured: at most 1.2e-16 at alpha <= 5; the second edge
+    row at alpha = 10, 8.8e-12, is the only entry above 1e-12, where s = 5e19 allows
+    1.6e-11). The loop's base alone was 2.7e-12 off at alpha = 5 and 2e-2 at 10."""
+    rng = np.random.default_rng(0)
+    rows = [np.array(r) for r in _EDGE_ROWS]
+    for _ in range(40):
+        r = -rng.uniform(0, 1.3, rng.integers(2, 9)) / (alpha - 1) * rng.choice([0.5, 1, 2])
+        rows.append(r + rng.choice([0, 1e3, -50, 1e-3, -1e-3]))
+    eps = np.finfo(np.float64).eps
+    for row in rows:
+        got = entmax(torch.tensor(row)[None], alpha)[0].numpy()
+        exact = _exact(row, alpha, dps=50)
+        s = np.where(exact > 0, np.maximum(exact, 1e-300) ** (2 - alpha), 0.0)
+        bar = 8 * eps + 32 * eps**2 * s.max() * (np.abs(row).max() + 2)
+        assert np.all(np.abs(got - exact) <= bar), (row, got - exact)
+
+
+def test_per_row_alpha_above_two_is_refined_row_by_row():
+    """One alpha per row with rows on both sides of 2: each row as exact as alone."""
+    row = [0.0, -0.2, -0.2499, -0.1, 5.0, 4.9]
+    x = torch.tensor([row, row, row], dtype=F64)
+    alpha = torch.tensor([[1.3], [2.0], [5.0]], dtype=F64)
+    got = entmax(x, alpha).numpy()
+    for a, p in zip((1.3, 2.0, 5.0), got, strict=True):
+        assert np.abs(p - _exact(np.array(row), a, dps=50)).max() <= 1e-15
 
 
 @pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0])
@@ -185,6 +231,21 @@ def test_bad_input_raises():
         entmax_loss(torch.zeros(2, 3), torch.tensor([0, 1]), reduction="avg")
     with pytest.raises(ValueError, match="target"):
         entmax_loss(torch.zeros(2, 3), torch.tensor([0, 3]))
+    for bad in (True, "1.5", None):
+        with pytest.raises(TypeError, match="alpha must be a real number"):
+            entmax(torch.zeros(3), bad)
+
+
+def test_integer_and_numpy_alphas_are_numbers():
+    """alpha = 2 (an int, as entmax package users write it) or a NumPy scalar is the
+    float (an int reached the per-row branch and raised AttributeError)."""
+    x = torch.randn(3, 5, generator=torch.Generator().manual_seed(12))
+    for alpha in (2, np.int64(3), np.float32(1.5)):
+        assert (entmax(x, alpha) - entmax(x, float(alpha))).abs().max() == 0
+        assert float(entmax_loss(x, torch.tensor([0, 1, 2]), alpha)) == float(
+            entmax_loss(x, torch.tensor([0, 1, 2]), float(alpha))
+        )
+    assert (Entmax(alpha=2)(x) - sparsemax(x)).abs().max() == 0
 
 
 def test_modules_and_learned_alpha():

@@ -17,13 +17,16 @@ Conventions (those of the ``entmax`` package, extended):
   entry gives zeros. NaN or +inf in a valid entry raises ValueError (eager mode).
 - Working dtype: float16 and bfloat16 are computed in float32; any alpha > 2 is
   computed in float64 (dp/dz = p^(2-alpha) is unbounded at the support edge and
-  float32 arithmetic was up to 2e-2 off at alpha = 5); the result has x's dtype.
+  float32 arithmetic was up to 2e-2 off at alpha = 5), with the threshold refined as
+  a double-double; the result has x's dtype.
 - Eager mode reads the host once per Newton step (3-10 steps) to stop when every row
   has converged, on CUDA too; under torch.compile the iteration takes a fixed 64 steps
   (no host read).
 """
 
 from __future__ import annotations
+
+import numbers
 
 import torch
 from torch import nn
@@ -71,6 +74,10 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
         ):
             raise ValueError("alpha must be finite and > 0 in every row")
         return alpha
+    if isinstance(alpha, bool) or not isinstance(alpha, (numbers.Real, torch.Tensor)):
+        raise TypeError(f"alpha must be a real number or a tensor, got {type(alpha).__name__}")
+    if not isinstance(alpha, (float, torch.Tensor)):  # an int or a NumPy number: 2 -> 2.0
+        alpha = float(alpha)
     value = constant_float(alpha)
     if not value > 0 or value == float("inf"):
         raise ValueError(f"alpha must be a finite real > 0, got {value}")

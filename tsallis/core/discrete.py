@@ -248,7 +248,9 @@ def entmax_newton(
     torch.compile. ``slopes``: also return s = p^(2-alpha) (alpha = 2: the support
     indicator), which the backward needs (entmax_alpha_gradient), without a power.
     Callers pass float64 for alpha > 2: there dp/dz = p^(2-alpha) is unbounded at the support edge,
-    and float32 arithmetic was 2e-5 (alpha = 3) to 2e-2 (alpha = 5) off.
+    and float32 arithmetic was 2e-5 (alpha = 3) to 2e-2 (alpha = 5) off; the loop stops
+    at a residual of sqrt(eps) there and _refined_above_two finishes on a double-double
+    threshold (the loop's own bases near the edge are rounded to an absolute eps).
 
     Example:
         >>> import numpy as np
@@ -271,7 +273,10 @@ def entmax_newton(
         alpha_work = alpha
     lo = xp.zeros_like(to_book(top))  # c is relative to the row maximum (see _mass)
     # c = -log_{2-alpha}(1/K): every entry has at most 1/K there
-    hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
+    if isinstance(alpha, float) and xp is np:  # one value for every row (50 us less)
+        hi = lo - float(_deformed.log_beta(np.float64(1 / size), 2 - alpha))
+    else:
+        hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     c = lo
@@ -315,10 +320,17 @@ def entmax_newton(
         new = xp.where((new >= lo) & (new <= hi), new, (lo + hi) / 2)
         # Stop on the residual or the bracket; alpha <= 2 also once the step is below
         # 4 ulps (the slope is at least 1 there), or would fall while g >= 0. Above 2
-        # the slope is unbounded at the support edge, so a small step says nothing.
+        # the slope is unbounded at the support edge, so a small step says nothing, and
+        # the residual cannot fall below the rounding of the bases near the edge (N(0, 1)
+        # rows took all 64 steps at alpha = 3): there the loop stops at a residual of
+        # sqrt(eps) and _refined_above_two finishes on an exact base.
         size_c = xp.abs(c)
         tolerance = 4 * eps * xp.where(size_c > 1.0, size_c, 1.0)
         settled = (xp.abs(g) <= 4 * eps) | (hi - lo <= tolerance)
+        if rising is False:
+            settled = settled | (xp.abs(g) <= math.sqrt(eps))
+        elif rising is not True:
+            settled = settled | ((xp.abs(g) <= math.sqrt(eps)) & ~rising)
         if rising is False:
             done = settled
         else:
@@ -328,15 +340,113 @@ def entmax_newton(
             at_c = True
             break
         c = xp.where(done, c, new)
+    above = _above_two(alpha)  # None, or which rows (a Python bool for a float alpha)
+    if above is True:  # the refined map replaces the loop's
+        p, s = _refined_above_two(
+            z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
+        )
+        return (p, s) if slopes else p
     if not at_c:
         total = to_book(_mass(to_work(c), alpha_work, work)[0])
     p = lib.divide(work.p, to_work(total), out=work.p)
+    if above is not None and above is not False:  # one alpha per row, some above 2
+        fine, fine_s = _refined_above_two(
+            z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
+        )
+        rows = above if xp is not np else _xs.native(z).from_numpy(above)
+        p = _xs.namespace(z).where(rows, fine, p)
+        if slopes:  # the loop's s of the other rows (below)
+            s = lib.multiply(work.s, to_work(xp.exp((alpha - 2) * xp.log(total))), out=work.s)
+            return p, _xs.namespace(z).where(rows, fine_s, s)
     if not slopes:
         return p
     if isinstance(alpha, float) and alpha in (1.0, 2.0):  # s = p, or the support indicator
         return p, work.s
     # s = p^(2-alpha) of the renormalized p: the last step's s times total^(alpha-2)
     return p, lib.multiply(work.s, to_work(xp.exp((alpha - 2) * xp.log(total))), out=work.s)
+
+
+def _above_two(alpha: float | Array) -> bool | Array | None:
+    """alpha > 2: a Python bool for a float alpha, else the rows (None if no row is)."""
+    if isinstance(alpha, float):
+        return alpha > 2
+    above = alpha > 2
+    if isinstance(above, np.ndarray) and not above.any():  # a host array: checked here
+        return None
+    return above
+
+
+def _refined_above_two(
+    z: Array,
+    top: Array,
+    loop: tuple[Array, Array, Array],
+    alpha: float | Array,
+    alpha_work: float | Array,
+    book: tuple,
+    on_host: bool,
+) -> tuple[Array, Array]:
+    """(p, s) for alpha > 2: the loop's shift c = loop[0], refined on a double-double
+    threshold by Newton's method safeguarded by bisection.
+
+    Above 2, s = dp/dz = p^(2-alpha) is unbounded at the support edge, so the loop's
+    base 1 + (alpha - 1) f, rounded to an absolute eps, moved an entry with base 1e-7
+    by 4e-12 at alpha = 5 (float64), and at alpha = 10 an entry 2 ulps inside the
+    support (p = 0.02) was left out. Here the threshold tau = top + c - 1/(alpha - 1)
+    is split exactly into tau_hi + d (Knuth's two-sum) and each base is formed as
+    (alpha - 1)((z - tau_hi) - d), relative-exact: z - tau_hi is exact near the edge
+    (Sterbenz) and every later rounding is relative. d is then found in the loop's
+    bracket (loop[1:], widened by the roundings of the loop's base): Newton on
+    sum p = 1 where it stays inside, bisection elsewhere (the mass is neither
+    convex nor concave here: it is concave on a fixed support, but an entry enters
+    with infinite slope). Stops once |sum p - 1| <= 4 eps or the bracket is a few
+    ulps of d wide (at most 64 steps); without ``on_host``, 16 steps. Rows at alpha
+    <= 2 of an alpha array get values here that the caller discards.
+    """
+    xp, to_book, to_work = book
+    c, lo, hi = loop
+    lib, work_xp = _xs.native(z), _xs.namespace(z)
+    eps = float(work_xp.finfo(z.dtype).eps)
+    top = to_book(top)
+    inverse = 1 / (alpha - 1 if isinstance(alpha, float) else xp.where(alpha > 2, alpha - 1, 1.0))
+    # base = 1 + (alpha - 1)(z - top - c) = (alpha - 1)(z - tau), tau = top + c - 1/(alpha - 1)
+    edge = c - inverse
+    tau_hi = top + edge
+    back = tau_hi - top
+    d = (top - (tau_hi - back)) + (edge - back)
+    margin = 8 * eps * (xp.abs(top) + xp.abs(c) + inverse)
+    low, high = d + (lo - c) - margin, d + (hi - c) + margin
+    rate = alpha_work - 1
+    if not isinstance(alpha_work, float):  # rows at alpha <= 2: any positive rate
+        rate = work_xp.where(alpha_work > 2, rate, 1.0)
+    shifted = lib.subtract(z, to_work(tau_hi))  # z - tau_hi, fresh: z is the caller's
+    base = work_xp.empty_like(z)
+
+    def evaluate(d: Array) -> tuple[Array, Array, Array, Array]:
+        lib.multiply(lib.subtract(shifted, to_work(d), out=base), rate, out=base)
+        p = work_xp.astype(gen.entmax_from_base(base, alpha_work), z.dtype, copy=False)
+        s = gppr_weights(p, alpha_work)
+        total = to_book(work_xp.sum(p, axis=-1, keepdims=True))
+        return p, s, total, to_book(work_xp.sum(s, axis=-1, keepdims=True))
+
+    at_d = False
+    for _ in range(64 if on_host else 16):
+        p, s, total, slope = evaluate(d)
+        g = total - 1
+        more = g > 0  # tau too small: the root lies above d
+        low, high = xp.where(more, d, low), xp.where(more, high, d)
+        size_d = xp.maximum(xp.abs(low), xp.abs(high))
+        done = (xp.abs(g) <= 4 * eps) | (high - low <= 4 * eps * size_d)
+        if on_host and bool(xp.all(done)):
+            at_d = True
+            break
+        newton = d + g / xp.where(slope > 0, slope, 1.0)
+        inside = (newton > low) & (newton < high)
+        d = xp.where(done, d, xp.where(inside, newton, (low + high) / 2))
+    if not at_d:
+        p, s, total, _ = evaluate(d)
+    total = xp.where(total > 0, total, 1.0)
+    p = lib.divide(p, to_work(total), out=p)
+    return p, lib.multiply(s, to_work(xp.exp((alpha - 2) * xp.log(total))), out=s)
 
 
 def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callable]:

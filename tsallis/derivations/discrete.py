@@ -32,6 +32,7 @@ eps = sp.Symbol("eps", positive=True)  # eq 10 floor
 w_plus = sp.Symbol("w_plus", nonnegative=True)  # max(0, w_k)
 w_minus = sp.Symbol("w_minus", nonnegative=True)  # max(0, -w_k)
 others = sp.Symbol("others", nonnegative=True)  # prod_{l != k} (1 - exp(-w_l^-))
+base = sp.Symbol("base", real=True)  # (alpha - 1)(z - tau), alpha-entmax's base
 
 
 def _support_sum_equation(power: int) -> sp.Eq:
@@ -84,6 +85,22 @@ def entmax_gppr_weight() -> sp.Expr:
     weight = sp.simplify(sp.powsimp(weight, force=True))
     assert sp.simplify(weight - p ** (2 - alpha)) == 0, weight
     return sp.Piecewise((S.p ** (2 - S.alpha), S.p > 0), (0, True))
+
+
+def entmax_from_base() -> sp.Expr:
+    """p from its base b = (alpha - 1)(z - tau) (Martins 2020 eq 7): p = [b]_+^(1/(alpha-1)).
+
+    The caller forms b as (alpha - 1)((z - tau_hi) - tau_lo), the threshold a
+    double-double, so that b keeps its relative precision at the support edge (the
+    form 1 + (alpha - 1) f rounds b to an absolute eps there, which dp/dz = p^(2-alpha)
+    amplifies without bound for alpha > 2). For alpha > 1.
+    """
+    positive = sp.Symbol("b", positive=True)
+    alpha = sp.Symbol("alpha", positive=True)
+    p = ((alpha - 1) * z - tau) ** (1 / (alpha - 1))
+    in_base = p.subs(tau, (alpha - 1) * z - positive)
+    assert sp.simplify(in_base - positive ** (1 / (alpha - 1))) == 0, in_base
+    return sp.Piecewise((base ** (1 / (S.alpha - 1)), base > 0), (0, True))
 
 
 def entmax_alpha_partial() -> sp.Expr:
@@ -339,6 +356,12 @@ def derive_discrete() -> KernelSet:
             (S.p, S.alpha),
             entmax_gppr_weight(),
             "dp/dz = p^(2 - alpha) on the support, 0 off it (J = Diag(s) - s s^T / sum s).",
+        ),
+        Kernel(
+            "entmax_from_base",
+            (base, S.alpha),
+            entmax_from_base(),
+            "p = base^(1/(alpha - 1)) for base = (alpha - 1)(z - tau) > 0, 0 off the support.",
         ),
         Kernel(
             "entmax_alpha_partial",

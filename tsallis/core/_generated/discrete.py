@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
+__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
 def sparsemax_threshold(mean, size):
@@ -27,6 +27,12 @@ def entmax_gppr_weight(p, alpha):
     """dp/dz = p^(2 - alpha) on the support, 0 off it (J = Diag(s) - s s^T / sum s)."""
     xp, (p, alpha) = _xs.arrays(p, alpha)
     return xp.where((p > 0), xp.where(p > 0, p, 1)**(2 - alpha), 0)
+
+
+def entmax_from_base(base, alpha):
+    """p = base^(1/(alpha - 1)) for base = (alpha - 1)(z - tau) > 0, 0 off the support."""
+    xp, (base, alpha) = _xs.arrays(base, alpha)
+    return xp.where((base > 0), xp.where(base > 0, base, 1)**(1/(alpha - 1)), 0)
 
 
 def entmax_alpha_partial(p, alpha):
