@@ -51,6 +51,7 @@ VALUES = {
     "w_plus": [0.0, 0.5, 30.0],
     "w_minus": [0.0, 2.0, 1e-3],
     "others": [0.0, 0.3, 1.0],
+    "base": [-0.5, 0.0, 1.5e-22, 0.7],  # alpha-entmax's (alpha - 1)(z - tau)
     # beta-Gaussian log density from its per-distribution terms
     "log_ac": [-3.0, 0.0, 2.0],
     "log_mode": [-5.0, 0.0, 3.0],
@@ -195,6 +196,7 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "w_plus": 0.3,
         "w_minus": 0.2,
         "others": 0.4,
+        "base": 0.6,
         "log_ac": 0.3,
         "log_mode": -1.0,
         "inv_radius2": 1.5,

@@ -91,7 +91,7 @@ def loc_scale_from_natural(
     Returns:
         (loc, scale) tensors of the broadcast shape.
 
-    Example:
+    Examples:
         >>> loc, scale = loc_scale_from_natural(1.0, -0.5)
         >>> float(loc), float(scale)
         (1.0, 1.0)
@@ -408,10 +408,11 @@ def continuous_attention(
         rho of shape (..., N) in the input dtype.
 
     Raises:
-        TypeError: non-tensor or non-floating input. ValueError: an unsupported alpha,
-        non-finite loc, a scale <= 0 or not positive definite, mismatched shapes.
+        TypeError: non-tensor or non-floating input.
+        ValueError: an unsupported alpha,
+            non-finite loc, a scale <= 0 or not positive definite, mismatched shapes.
 
-    Example:
+    Examples:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
         >>> continuous_attention(torch.tensor([0.5]), torch.tensor([0.1]), basis, alpha=2.0)
@@ -449,7 +450,7 @@ def ridge_value_function(
     Raises:
         TypeError, ValueError: bad positions or a penalty < 0.
 
-    Example:
+    Examples:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
         >>> ridge_value_function(torch.linspace(0, 1, 10), basis, penalty=0.1).shape
@@ -503,7 +504,7 @@ class ContinuousAttention(nn.Module):
         loc, scale as for ``continuous_attention``; values B (..., D_v, N). Returns the
         context (..., D_v).
 
-    Example:
+    Examples:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
         >>> layer = ContinuousAttention(basis, alpha=1.0)

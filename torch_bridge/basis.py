@@ -27,9 +27,9 @@ class GaussianRBF(nn.Module):
 
     Raises:
         TypeError, ValueError: non-floating tensors, mismatched shapes or devices, a
-        sigma <= 0 or a covariance that is not symmetric positive definite.
+            sigma <= 0 or a covariance that is not symmetric positive definite.
 
-    Example:
+    Examples:
         >>> import torch
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
         >>> basis.mu.shape, basis.sigma.shape
@@ -102,7 +102,7 @@ def check_spd(name: str, matrix: torch.Tensor) -> None:
     Raises:
         ValueError: a matrix that is not symmetric or not positive definite.
 
-    Example:
+    Examples:
         >>> import torch
         >>> check_spd("Sigma", torch.eye(2))  # passes silently; a non-SPD matrix raises
     """
@@ -125,7 +125,7 @@ def alpha_value(alpha: object) -> float:
     Returns:
         alpha as a float.
 
-    Example:
+    Examples:
         >>> import torch
         >>> alpha_value(torch.tensor(1.5))
         1.5
@@ -154,7 +154,7 @@ def constant_float(value: object) -> object:
     Returns:
         The value as a float.
 
-    Example:
+    Examples:
         >>> constant_float(2.5)
         2.5
     """

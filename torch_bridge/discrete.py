@@ -164,7 +164,7 @@ def ev_softmax(
             shape that does not broadcast, eps < 0, NaN or +inf in a valid entry
             (eager mode).
 
-    Example:
+    Examples:
         >>> import torch
         >>> ev_softmax(torch.tensor([0.4, 1.4, -0.8]))
         tensor([0.2689, 0.7311, 0.0000])
@@ -181,7 +181,9 @@ def log_ev_softmax(
     range); with eps = 0 entries off the support are -inf with zero gradient.
 
     Args:
-        x, dim, mask: as for ``ev_softmax``.
+        x: as for ``ev_softmax``.
+        dim: as for ``ev_softmax``.
+        mask: as for ``ev_softmax``.
         eps: the eq 10 eps >= 0 (default 1e-6).
 
     Returns:
@@ -190,7 +192,7 @@ def log_ev_softmax(
     Raises:
         TypeError, ValueError: as for ``ev_softmax``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> log_ev_softmax(torch.tensor([0.4, 1.4, -0.8]))  # eps = 1e-6: finite
         tensor([ -1.3133,  -0.3133, -16.3288])
@@ -228,7 +230,7 @@ def ev_softmax_nll_loss(
         ValueError: a bad shape, reduction or eps, a target out of range, a target on
             another device.
 
-    Example:
+    Examples:
         >>> import torch
         >>> ev_softmax_nll_loss(torch.tensor([[0.4, 1.4, -0.8]]), torch.tensor([1]))
         tensor(0.3133)
@@ -289,7 +291,7 @@ class EvSoftmax(nn.Module):
     Forward:
         x and an optional mask, as for ``ev_softmax``. Returns probabilities of x's shape.
 
-    Example:
+    Examples:
         >>> import torch
         >>> EvSoftmax(dim=-1).eval()(torch.tensor([0.4, 1.4, -0.8]))
         tensor([0.2689, 0.7311, 0.0000])
@@ -311,12 +313,13 @@ class LogEvSoftmax(EvSoftmax):
     """log ev-softmax along ``dim``; in eval mode (eps = 0) entries off the support are -inf.
 
     Args:
-        dim, eps: as for ``EvSoftmax``.
+        dim: as for ``EvSoftmax``.
+        eps: as for ``EvSoftmax``.
 
     Forward:
         x and an optional mask. Returns log-probabilities of x's shape.
 
-    Example:
+    Examples:
         >>> import torch
         >>> LogEvSoftmax(dim=-1).eval()(torch.tensor([0.4, 1.4, -0.8]))
         tensor([-1.3133, -0.3133,    -inf])

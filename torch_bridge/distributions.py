@@ -202,7 +202,7 @@ class BetaGaussian(Distribution):
         scale: sigma > 0 (...) in 1D, or Sigma (..., D, D).
         validate_args: check the parameters (default on; see above).
 
-    Example:
+    Examples:
         >>> d = BetaGaussian(2.0, torch.tensor(0.0), torch.tensor(1.0))
         >>> round(float(d.half_width), 4)  # (3 sigma^2 / 2)^(1/3), Martins 2020 eq 10
         1.1447

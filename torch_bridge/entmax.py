@@ -182,7 +182,7 @@ def entmax(
         TypeError: x, alpha or mask of the wrong type or dtype.
         ValueError: a bad alpha, dim or mask shape, or NaN / +inf in a valid entry.
 
-    Example:
+    Examples:
         >>> import torch
         >>> entmax(torch.tensor([0.0, 1.0, -1.0]), alpha=2.0)
         tensor([0., 1., 0.])
@@ -216,7 +216,7 @@ def sparsemax(x: torch.Tensor, dim: int = -1, mask: torch.Tensor | None = None) 
     Raises:
         TypeError, ValueError: as for ``entmax``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> sparsemax(torch.tensor([0.4, 0.9, -0.8]))
         tensor([0.2500, 0.7500, 0.0000])
@@ -247,9 +247,9 @@ def entmax_loss(
 
     Raises:
         TypeError, ValueError: a bad x, alpha, target, ignore_index or reduction (the
-        messages name the argument and its valid range).
+            messages name the argument and its valid range).
 
-    Example:
+    Examples:
         >>> import torch
         >>> float(entmax_loss(torch.tensor([[0.0, 10.0]]), torch.tensor([1]), 2.0))
         0.0
@@ -296,7 +296,10 @@ def sparsemax_loss(
     """The sparsemax (alpha = 2) Fenchel-Young loss: <p - y, x> + (|y|^2 - |p|^2) / 2.
 
     Args:
-        x, target, reduction, ignore_index: as for ``entmax_loss``.
+        x: as for ``entmax_loss``.
+        target: as for ``entmax_loss``.
+        reduction: as for ``entmax_loss``.
+        ignore_index: as for ``entmax_loss``.
 
     Returns:
         As for ``entmax_loss``.
@@ -304,7 +307,7 @@ def sparsemax_loss(
     Raises:
         TypeError, ValueError: as for ``entmax_loss``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> float(sparsemax_loss(torch.tensor([[0.0, 0.5]]), torch.tensor([0])))
         0.5625
@@ -323,7 +326,7 @@ class Entmax(nn.Module):
     Forward:
         x and an optional mask, as for ``entmax``. Returns probabilities of x's shape.
 
-    Example:
+    Examples:
         >>> import torch
         >>> Entmax(alpha=2.0)(torch.tensor([0.4, 0.9, -0.8]))
         tensor([0.2500, 0.7500, 0.0000])
@@ -352,7 +355,7 @@ class Sparsemax(nn.Module):
     Forward:
         x and an optional mask, as for ``sparsemax``.
 
-    Example:
+    Examples:
         >>> import torch
         >>> Sparsemax(dim=-1)(torch.tensor([0.5, 1.0, -1.0]))
         tensor([0.2500, 0.7500, 0.0000])

@@ -81,12 +81,15 @@ def kernel_attention(
         inducing: the M inducing points.
         basis: a 1D ``GaussianRBF`` of N functions.
         alpha: >= 1.
-        kernel, bandwidth, base, nodes: see above.
+        kernel: see above.
+        bandwidth: see above.
+        base: see above.
+        nodes: see above.
 
     Returns:
         r of shape (..., N) in gamma's dtype.
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch_bridge import GaussianRBF
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
@@ -168,12 +171,15 @@ class KernelAttention(nn.Module):
     Args:
         inducing: the M inducing points (a tensor, or an nn.Parameter to learn them).
         basis: a 1D ``GaussianRBF`` of N functions.
-        alpha, kernel, bandwidth, base: as for ``kernel_attention``.
+        alpha: as for ``kernel_attention``.
+        kernel: as for ``kernel_attention``.
+        bandwidth: as for ``kernel_attention``.
+        base: as for ``kernel_attention``.
 
     Forward:
         gamma (..., M) and values B (..., D_v, N). Returns the context (..., D_v).
 
-    Example:
+    Examples:
         >>> import torch
         >>> from torch_bridge import GaussianRBF
         >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))

@@ -66,10 +66,11 @@ class GaussianRBF:
         sigma: standard deviations > 0 (N,) in 1D, or covariances (N, D, D).
 
     Raises:
-        TypeError: non-real input. ValueError: mismatched shapes, sigma <= 0 or a
-        covariance that is not symmetric positive definite, NaN or inf.
+        TypeError: non-real input.
+        ValueError: mismatched shapes, sigma <= 0 or a
+            covariance that is not symmetric positive definite, NaN or inf.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
         >>> basis.mu.shape, basis.sigma.shape
@@ -375,10 +376,11 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
         rho of shape (..., N), float32 for float32 input, else float64.
 
     Raises:
-        TypeError: non-real input. ValueError: alpha out of the supported range, NaN,
-        a scale <= 0 or not positive definite, mismatched shapes.
+        TypeError: non-real input.
+        ValueError: alpha out of the supported range, NaN,
+            a scale <= 0 or not positive definite, mismatched shapes.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
         >>> rho(2.0, 0.5, 0.1, basis).round(4)
@@ -399,7 +401,10 @@ def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF)
     row-major order).
 
     Args:
-        alpha, loc, scale, basis: as for ``rho``.
+        alpha: as for ``rho``.
+        loc: as for ``rho``.
+        scale: as for ``rho``.
+        basis: as for ``rho``.
 
     Returns:
         drho/d(loc, scale), shape (..., 2, N) in 1D (derivatives in loc and sigma).
@@ -407,7 +412,7 @@ def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF)
     Raises:
         TypeError, ValueError: as for ``rho``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
         >>> jacobian(2.0, np.array([0.5]), np.array([0.1]), basis).shape  # (batch, 2, N)
@@ -438,10 +443,11 @@ def ridge_value_function(
         B = H G, shape (..., D_v, N).
 
     Raises:
-        TypeError: non-real input. ValueError: shapes that do not match, a penalty < 0,
-        NaN or inf.
+        TypeError: non-real input.
+        ValueError: shapes that do not match, a penalty < 0,
+            NaN or inf.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> basis = GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2))
         >>> ridge_value_function(np.ones((2, 10)), np.linspace(0, 1, 10), basis, 0.1).shape

@@ -12,6 +12,11 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+__all__ = [
+    "build_parser",
+    "main",
+]
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_CODES = f"""exit codes:
   {EXIT_OK}  success
@@ -20,7 +25,7 @@ EXIT_CODES = f"""exit codes:
 DPS_RANGE = (20, 1000)  # mpmath digits: float64 needs ~17; more than 1000 is only slow
 
 
-class UsageError(Exception):
+class _UsageError(Exception):
     """Bad input from the command line: one line on stderr, exit code 2."""
 
 
@@ -30,7 +35,7 @@ class _OutOfTime(BaseException):
 
 @contextlib.contextmanager
 def _time_limit(seconds: float, what: str) -> Iterator[None]:
-    """Raise UsageError when the block runs longer than ``seconds`` (POSIX main thread)."""
+    """Raise _UsageError when the block runs longer than ``seconds`` (POSIX main thread)."""
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable or seconds <= 0:
         yield
@@ -44,7 +49,7 @@ def _time_limit(seconds: float, what: str) -> Iterator[None]:
     try:
         yield
     except _OutOfTime:
-        raise UsageError(f"{what} did not finish in {seconds:g} s (raise --timeout)") from None
+        raise _UsageError(f"{what} did not finish in {seconds:g} s (raise --timeout)") from None
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -73,58 +78,58 @@ def _positive_seconds(text: str) -> float:
 
 
 def _check_writable_dir(folder: Path, option: str) -> None:
-    """UsageError unless a file can be created in ``folder`` (which must exist)."""
+    """_UsageError unless a file can be created in ``folder`` (which must exist)."""
     if not folder.is_dir():
-        raise UsageError(f"{option}: folder {str(folder)!r} does not exist")
+        raise _UsageError(f"{option}: folder {str(folder)!r} does not exist")
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
-        raise UsageError(f"{option}: cannot write in {str(folder)!r} ({error.strerror})") from None
+        raise _UsageError(f"{option}: cannot write in {str(folder)!r} ({error.strerror})") from None
 
 
-def output_file(path: str, option: str) -> Path:
+def _output_file(path: str, option: str) -> Path:
     """Check, before any work, that ``path`` can be written; returns it as a Path."""
     target = Path(path)
     if target.is_dir():
-        raise UsageError(f"{option}: {path!r} is a folder, not a file name")
+        raise _UsageError(f"{option}: {path!r} is a folder, not a file name")
     _check_writable_dir(target.parent if str(target.parent) else Path("."), option)
     return target
 
 
-def output_dir(path: str, option: str) -> Path:
+def _output_dir(path: str, option: str) -> Path:
     """Create ``path`` (and parents) if needed and check that it can be written."""
     folder = Path(path)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise UsageError(f"{option}: cannot create folder {path!r} ({error.strerror})") from None
+        raise _UsageError(f"{option}: cannot create folder {path!r} ({error.strerror})") from None
     _check_writable_dir(folder, option)
     return folder
 
 
-def need_matplotlib(what: str) -> None:
-    """UsageError naming the extra when matplotlib is missing."""
+def _need_matplotlib(what: str) -> None:
+    """_UsageError naming the extra when matplotlib is missing."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        raise UsageError(f"{what} needs matplotlib: pip install 'tsallis[plot]'") from None
+        raise _UsageError(f"{what} needs matplotlib: pip install 'tsallis[plot]'") from None
 
 
 def _derive(args: argparse.Namespace) -> int:
     if args.family == "location-scale":
         if args.check or args.out is not None:
-            raise UsageError(
+            raise _UsageError(
                 "derive: --check and --out regenerate every family; they take no family"
             )
         return _derive_location_scale(args)
     if args.family is not None:
-        raise UsageError(
+        raise _UsageError(
             f"derive: unknown family {args.family!r}; only 'location-scale' takes options"
         )
     given = [f"--{name}" for name in ("g", "emit") if getattr(args, name) is not None]
     if given:
-        raise UsageError(f"derive: {', '.join(given)} need(s) the family: derive location-scale")
+        raise _UsageError(f"derive: {', '.join(given)} need(s) the family: derive location-scale")
     from tsallis.derivations.codegen import compare_or_update
     from tsallis.derivations.registry import (
         FORMULA_SHEET,
@@ -137,14 +142,14 @@ def _derive(args: argparse.Namespace) -> int:
     checkout = source_checkout()
     sheet = FORMULA_SHEET
     if args.out is not None:  # FORMULAS.md at the top, the modules at their package paths
-        base, sheet = output_dir(args.out, "derive --out"), Path("FORMULAS.md")
+        base, sheet = _output_dir(args.out, "derive --out"), Path("FORMULAS.md")
         files = render_all(readme=False)
     elif checkout is not None:
         base, files = checkout, render_all()
     elif args.check:  # an installed package (ROOT is site-packages): compare, never write
         base, files = ROOT, render_all(readme=False)
     else:
-        raise UsageError(
+        raise _UsageError(
             "derive: tsallis is installed here, not run from a source checkout, and an"
             " installed package is never rewritten: pass --out DIR to write the generated"
             " modules and FORMULAS.md into DIR"
@@ -188,12 +193,12 @@ def _derive_location_scale(args: argparse.Namespace) -> int:
     from tsallis.derivations.location_scale import InvalidScoreError, derive_location_scale
 
     if args.g is None:
-        raise UsageError("derive location-scale: --g is required, e.g. --g 't**4/12'")
+        raise _UsageError("derive location-scale: --g is required, e.g. --g 't**4/12'")
     try:
         with _time_limit(args.timeout, "derive location-scale: the derivation of g"):
             result = derive_location_scale(args.g, dps=args.dps)
     except InvalidScoreError as error:
-        raise UsageError(f"derive location-scale: {error}") from None
+        raise _UsageError(f"derive location-scale: {error}") from None
     a = result.support / result.symbols["scale"]
     for label, value in (("a", a), ("lambda", result.threshold), ("p(t)", result.density)):
         print(f"{label} = {sp.sstr(value)}")
@@ -224,8 +229,8 @@ def _convergence(args: argparse.Namespace) -> int:
     from tsallis.convergence import main as convergence_main
 
     if args.plot:
-        output_file(args.plot, "convergence --plot")
-        need_matplotlib("convergence --plot")
+        _output_file(args.plot, "convergence --plot")
+        _need_matplotlib("convergence --plot")
 
     return convergence_main(args.case, args.rule, as_json=args.json, plot_path=args.plot)
 
@@ -236,9 +241,9 @@ def _figures(args: argparse.Namespace) -> int:
 
     unknown = [name for name in args.only or () if name not in FIGURES]
     if unknown:
-        raise UsageError(f"figures: unknown figure(s) {unknown}; choose from {list(FIGURES)}")
-    need_matplotlib("figures")
-    output_dir(args.out, "figures --out")
+        raise _UsageError(f"figures: unknown figure(s) {unknown}; choose from {list(FIGURES)}")
+    _need_matplotlib("figures")
+    _output_dir(args.out, "figures --out")
 
     return figures_main(args.out, args.only)
 
@@ -249,7 +254,7 @@ def _experiment(args: argparse.Namespace) -> int:
     try:  # before the experiment's module, which imports torch
         import torch  # noqa: F401
     except ImportError:
-        raise UsageError("experiment needs torch: pip install 'tsallis[torch]'") from None
+        raise _UsageError("experiment needs torch: pip install 'tsallis[torch]'") from None
     from tsallis.experiments import time_warping
 
     fields = ("series", "seeds", "epochs")
@@ -267,13 +272,26 @@ def _experiment(args: argparse.Namespace) -> int:
         return 2
     figure = None if args.figure == "" else args.figure
     if figure is not None:  # checked before hours of training, not after
-        output_file(figure, "experiment --figure")
-        need_matplotlib("experiment --figure")
+        _output_file(figure, "experiment --figure")
+        _need_matplotlib("experiment --figure")
     return time_warping.main(settings, figure)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (exposed for tests and docs)."""
+    """The argument parser of the ``tsallis`` command (exposed for tests and docs).
+
+    Each subcommand's namespace carries its handler as ``args.handler``; ``main``
+    calls it. The documentation site prints each subcommand's help from here.
+
+    Returns:
+        The parser, with the subcommands derive (and derive location-scale), verify,
+        convergence, figures and experiment.
+
+    Examples:
+        >>> args = build_parser().parse_args(["verify", "--family", "triangular"])
+        >>> args.command, args.family
+        ('verify', ['triangular'])
+    """
     parser = argparse.ArgumentParser(
         prog="tsallis",
         description=__doc__,
@@ -397,6 +415,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     values (ValueError, TypeError) and unwritable paths (OSError) print one
     line on stderr and return 2; set TSALLIS_DEBUG=1 to see the traceback
     instead. Other exceptions are bugs and propagate.
+
+    Args:
+        argv: the arguments after ``tsallis`` (None: ``sys.argv[1:]``).
+
+    Returns:
+        0 on success, 1 when a verification or check fails, 2 for a usage or input
+        error, 130 when interrupted.
+
+    Raises:
+        SystemExit: from argparse, for ``--help``, ``--version`` (code 0) and unknown
+            options (code 2).
+
+    Examples:
+        >>> main(["convergence", "--case", "b", "--rule", "gauss"])  # doctest: +ELLIPSIS
+        (b) gauss-legendre ...
+        1 studies in ... s
+        0
+        >>> main(["convergence", "--case", "z"])  # one line on stderr
+        2
     """
     parser = build_parser()
     args = parser.parse_args(argv)  # argparse itself exits 2 on bad options
@@ -404,7 +441,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     try:
         return int(args.handler(args))
-    except UsageError as error:
+    except _UsageError as error:
         message = str(error)
     except (ValueError, TypeError) as error:
         message = f"{args.command}: {error}"

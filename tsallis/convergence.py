@@ -36,6 +36,17 @@ from tsallis._generated import gaussian as _gaussian
 from tsallis._generated import truncated_paraboloid as _paraboloid
 from tsallis.kernels import kernel_sum
 
+__all__ = [
+    "CASES",
+    "RULES",
+    "Study",
+    "draw",
+    "fit_rate",
+    "main",
+    "plot",
+    "run",
+]
+
 INDUCING = np.array([0.2, 0.45, 0.7])
 GAMMA_SMOOTH = np.array([1.5, -1.0, 1.2])
 GAMMA_SPARSE = np.array([1.5, -2.5, 1.2])
@@ -71,7 +82,21 @@ def _kernel_sum_mp(t: mp.mpf, gamma: np.ndarray, kind: str) -> mp.mpf:
 
 @dataclass
 class Study:
-    """Errors of one rule on one case, and what they imply."""
+    """Errors of one rule on one case, and what they imply.
+
+    Attributes:
+        case: the case letter (``CASES``).
+        rule: the rule's name (contains one of ``RULES``).
+        nodes: the node counts tried.
+        errors: the relative error against mpmath at each node count.
+        rate: ``fit_rate``'s result.
+        nodes_for: the fewest nodes reaching each of ``TARGETS`` (None: never).
+        note: what else to know (the smoothing bias of case d, the pieces of case e).
+
+    Examples:
+        >>> Study("b", "trapezoid", [5, 9], [1e-3, 2.5e-4]).errors[-1]
+        0.00025
+    """
 
     case: str
     rule: str
@@ -83,7 +108,25 @@ class Study:
 
 
 def fit_rate(nodes: list[int], errors: list[float]) -> dict[str, float | str]:
-    """Fit error ~ C N^-p and error ~ C exp(-c N) above the floor; keep the better fit."""
+    """Fit error ~ C N^-p and error ~ C exp(-c N) above the floor; keep the better fit.
+
+    Both are least-squares lines in log(error), against log N and N; the one with the
+    smaller root-mean-square residual is kept. Errors at or below ``FLOOR`` (1e-14,
+    rounding) are left out.
+
+    Args:
+        nodes: node counts.
+        errors: relative errors, one per node count.
+
+    Returns:
+        ``{"kind": "algebraic" or "exponential", "value": p or c, "residual": rms}``,
+        or ``{"kind": "at the rounding floor", "value": nan}`` with fewer than three
+        errors above the floor.
+
+    Examples:
+        >>> fit_rate([4, 8, 16, 32], [1e-2, 2.5e-3, 6.25e-4, 1.5625e-4])
+        {'kind': 'algebraic', 'value': 2.0, 'residual': 0.0}
+    """
     points = [(n, e) for n, e in zip(nodes, errors, strict=True) if e > FLOOR]
     if len(points) < 3:
         return {"kind": "at the rounding floor", "value": math.nan}
@@ -117,7 +160,7 @@ def _study(
     return Study(case, rule, nodes, errors, fit_rate(nodes, errors), _nodes_for(nodes, errors))
 
 
-def case_a() -> list[Study]:
+def _case_a() -> list[Study]:
     mean, std = 0.5, 0.3
 
     def f(t):  # noqa: ANN001, ANN202
@@ -132,7 +175,7 @@ def case_a() -> list[Study]:
     return [_study("a", rule.name, nodes, lambda n: rule.integrate(f, n).value, truth)]
 
 
-def case_b() -> list[Study]:
+def _case_b() -> list[Study]:
     f = lambda t: np.exp(_kernel_sum(t, GAMMA_SMOOTH, "gaussian"))  # noqa: E731
     truth = mp.quad(
         lambda t: mp.exp(_kernel_sum_mp(t, GAMMA_SMOOTH, "gaussian")), [0, *map(float, INDUCING), 1]
@@ -155,7 +198,7 @@ def _sparse() -> tuple[Callable, Callable, list[mp.mpf]]:
     return f, f_mp, edges
 
 
-def case_c_d_e() -> list[Study]:
+def _case_c_d_e() -> list[Study]:
     f, f_mp, edges = _sparse()
     points = sorted([mp.mpf(0), mp.mpf(1), *edges, *map(lambda c: mp.mpf(float(c)), INDUCING)])
     truth = mp.quad(lambda t: max(f_mp(t), 0), points)
@@ -197,7 +240,7 @@ def case_c_d_e() -> list[Study]:
     return out
 
 
-def case_f() -> list[Study]:
+def _case_f() -> list[Study]:
     """E_p[psi] for a 2D truncated paraboloid: the angular integral by the periodic trapezoid."""
     sigma = np.array([[0.3, 0.1], [0.1, 0.2]])
     mu, centre, width = np.array([0.1, -0.2]), np.array([0.3, 0.1]), 0.2
@@ -244,17 +287,32 @@ def case_f() -> list[Study]:
 
 
 RUNNERS: dict[str, Callable[[], list[Study]]] = {
-    "a": case_a,
-    "b": case_b,
-    "c": case_c_d_e,
-    "d": case_c_d_e,
-    "e": case_c_d_e,
-    "f": case_f,
+    "a": _case_a,
+    "b": _case_b,
+    "c": _case_c_d_e,
+    "d": _case_c_d_e,
+    "e": _case_c_d_e,
+    "f": _case_f,
 }
 
 
 def run(cases: list[str] | None = None, rules: list[str] | None = None) -> list[Study]:
-    """All studies for the chosen cases (and rule-name substrings)."""
+    """All studies for the chosen cases (and rule-name substrings), at 40 digits.
+
+    Args:
+        cases: letters from ``CASES`` (None: all; case f alone takes about 10 s).
+        rules: substrings of rule names (``RULES``); None keeps every rule.
+
+    Returns:
+        One ``Study`` per (case, rule).
+
+    Raises:
+        ValueError: an unknown case, or a rule substring that matches no rule.
+
+    Examples:
+        >>> [(s.rule, s.rate["kind"]) for s in run(["b"])]
+        [('trapezoid', 'algebraic'), ('gauss-legendre', 'exponential')]
+    """
     chosen = cases or list(CASES)
     unknown = set(chosen) - set(CASES)
     if unknown:
@@ -288,7 +346,24 @@ CASE_TITLES = {
 
 
 def draw(studies: list[Study], plt: object) -> object:
-    """Error against nodes, log-log, one panel per case; returns the matplotlib figure."""
+    """Error against nodes, log-log, one panel per case.
+
+    Args:
+        studies: ``run``'s output.
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra).
+
+    Returns:
+        The matplotlib figure (not saved; ``plot`` saves it).
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = draw(run(["b"]), plt)
+        >>> [ax.get_title() for ax in fig.axes if ax.get_visible()]
+        ['b: same on [0, 1], uniform base']
+        >>> plt.close(fig)
+    """
     from matplotlib.ticker import NullFormatter
 
     cases = sorted({s.case for s in studies})
@@ -310,7 +385,23 @@ def draw(studies: list[Study], plt: object) -> object:
 
 
 def plot(studies: list[Study], path: str) -> None:
-    """Write ``draw``'s figure to ``path``."""
+    """Write ``draw``'s figure to ``path`` (PNG, SVG, PDF: by its extension).
+
+    Args:
+        studies: ``run``'s output.
+        path: the file to write.
+
+    Raises:
+        ModuleNotFoundError: matplotlib is not installed (the CLI turns this into a
+            one-line message and exit 2).
+
+    Examples:
+        >>> import os, tempfile
+        >>> path = os.path.join(tempfile.mkdtemp(), "convergence.png")
+        >>> plot(run(["b"]), path)
+        >>> os.path.getsize(path) > 0
+        True
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -328,7 +419,23 @@ def main(
     as_json: bool = False,
     plot_path: str | None = None,
 ) -> int:
-    """Run and report; exit 2 on bad arguments."""
+    """``tsallis convergence``: run, print one line per study (or JSON), plot.
+
+    Args:
+        cases: letters from ``CASES`` (None: all).
+        rules: rule-name substrings (None: all).
+        as_json: print the studies as a JSON list instead.
+        plot_path: also write ``draw``'s figure there.
+
+    Returns:
+        0, or 2 for a bad case or rule (with a one-line message on stderr).
+
+    Examples:
+        >>> main(["b"], ["gauss"])  # doctest: +ELLIPSIS
+        (b) gauss-legendre                   rate exponential ... best ...
+        1 studies in ... s
+        0
+    """
     try:
         start = time.perf_counter()
         studies = run(cases, rules)

@@ -20,9 +20,10 @@ def log_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:
         A NumPy scalar for scalar inputs, else a float64 array of the broadcast shape.
 
     Raises:
-        TypeError: non-real input. ValueError: u < 0 or NaN.
+        TypeError: non-real input.
+        ValueError: u < 0 or NaN.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> print(log_beta(np.e, 1.0), log_beta(4.0, 0.5))
         1.0 2.0
@@ -45,9 +46,10 @@ def exp_beta(u: ArrayLike, beta: ArrayLike) -> np.ndarray:
         A NumPy scalar for scalar inputs, else a float64 array of the broadcast shape.
 
     Raises:
-        TypeError: non-real input. ValueError: NaN.
+        TypeError: non-real input.
+        ValueError: NaN.
 
-    Example:
+    Examples:
         >>> print(exp_beta(1.0, 0.5), exp_beta(-3.0, 0.5))
         2.25 0.0
     """
@@ -70,10 +72,11 @@ def tsallis_entropy(p: ArrayLike, alpha: ArrayLike, axis: int = -1) -> np.ndarra
         A NumPy scalar for one vector, else an array of p's shape without ``axis``.
 
     Raises:
-        TypeError: non-real input. ValueError: negative entries, sums other than 1,
-        alpha <= 0, or a 0-d p.
+        TypeError: non-real input.
+        ValueError: negative entries, sums other than 1,
+            alpha <= 0, or a 0-d p.
 
-    Example:
+    Examples:
         >>> print(tsallis_entropy([0.5, 0.5], alpha=2.0))
         0.25
     """

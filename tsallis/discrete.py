@@ -87,9 +87,10 @@ def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
         Probabilities of v's shape, summing to 1 along ``axis``.
 
     Raises:
-        TypeError: v is not real. ValueError: NaN or +inf in v, or a row of -inf.
+        TypeError: v is not real.
+        ValueError: NaN or +inf in v, or a row of -inf.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> softmax(np.array([0.4, 1.4, -0.8])).round(4)
         array([0.2488, 0.6763, 0.0749])
@@ -112,7 +113,7 @@ def sparsemax(v: ArrayLike, axis: int = -1) -> FloatArray:
     Raises:
         TypeError, ValueError: as for ``softmax``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> sparsemax(np.array([0.5, 1.0, -1.0]))
         array([0.25, 0.75, 0.  ])
@@ -139,10 +140,11 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
         along ``axis``.
 
     Raises:
-        TypeError: v or alpha not real. ValueError: alpha < 1 or not finite, NaN or
-        +inf in v.
+        TypeError: v or alpha not real.
+        ValueError: alpha < 1 or not finite, NaN or
+            +inf in v.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> entmax(np.array([0.4, 1.4, -0.8]), 1.5).round(4)
         array([0.1693, 0.8307, 0.    ])
@@ -227,7 +229,7 @@ def ev_softmax(
     Raises:
         TypeError, ValueError: bad v, mask or eps, NaN or +inf in a valid entry.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> ev_softmax(np.array([0.4, 1.4, -0.8])).round(4)
         array([0.2689, 0.7311, 0.    ])
@@ -257,7 +259,7 @@ def log_ev_softmax(
     Raises:
         TypeError, ValueError: bad v, mask or eps, NaN or +inf in a valid entry.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> log_ev_softmax(np.array([0.4, 1.4, -0.8])).round(2)
         array([ -1.31,  -0.31, -16.33])
@@ -271,7 +273,12 @@ def log_ev_softmax(
 class EvidentialSparsification(NamedTuple):
     """Eqs 4-6: evidential weights w, belief masses m and the sparse distribution.
 
-    Example:
+    Attributes:
+        weights: the evidential weights w, (..., K).
+        masses: the belief masses m of the K singletons, (..., K).
+        probs: the sparse distribution, (..., K): the normalized masses.
+
+    Examples:
         >>> import numpy as np
         >>> beta_hat = np.array([[0.5, 1.0, -0.3], [1.0, 0.2, -1.0]])  # bias row, weights
         >>> result = evidential_sparsification(np.array([0.3]), beta_hat)
@@ -304,9 +311,10 @@ def evidential_sparsification(phi: ArrayLike, beta_hat: ArrayLike) -> Evidential
         EvidentialSparsification(weights, masses, probs), each of shape (..., K).
 
     Raises:
-        TypeError: non-real input. ValueError: shapes that do not match, NaN or inf.
+        TypeError: non-real input.
+        ValueError: shapes that do not match, NaN or inf.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> phi = np.array([0.3, -1.2])
         >>> bias, weights = [0.5, 1.0, -0.3, 0.2], [[1.0, 0.2, -1.0, 0.9], [0.0, 0.5, 0.4, -0.6]]
@@ -357,7 +365,7 @@ def gppr_jacobian(weights: FloatArray) -> FloatArray:
     Returns:
         The Jacobian, shape (..., K, K); a row with s = 0 everywhere gives 0.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> gppr_jacobian(np.array([1.0, 1.0, 0.0]))
         array([[ 0.5, -0.5,  0. ],
@@ -382,7 +390,7 @@ def softmax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
     Raises:
         TypeError, ValueError: as for ``softmax``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> softmax_jacobian(np.array([0.0, 0.0]))
         array([[ 0.25, -0.25],
@@ -404,7 +412,7 @@ def sparsemax_jacobian(v: ArrayLike, axis: int = -1) -> FloatArray:
     Raises:
         TypeError, ValueError: as for ``sparsemax``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> sparsemax_jacobian(np.array([0.5, 1.0, -1.0]))
         array([[ 0.5, -0.5,  0. ],
@@ -428,7 +436,7 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     Raises:
         TypeError, ValueError: as for ``entmax``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> entmax_jacobian(np.array([0.4, 1.4, -0.8]), 1.5).round(4)
         array([[ 0.2835, -0.2835,  0.    ],
@@ -455,7 +463,7 @@ def ev_softmax_jacobian(v: ArrayLike, axis: int = -1, mask: ArrayLike | None = N
     Raises:
         TypeError, ValueError: as for ``ev_softmax``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> ev_softmax_jacobian(np.array([0.4, 1.4, -0.8])).round(4)
         array([[ 0.1966, -0.1966,  0.    ],

@@ -26,6 +26,19 @@ from tsallis.distributions import (
 )
 from tsallis.kernels import KernelFamily
 
+__all__ = [
+    "FIGURES",
+    "attention_1d",
+    "convergence",
+    "evsoftmax_simplex",
+    "families_1d",
+    "families_2d",
+    "kernel_densities",
+    "main",
+    "threshold_vs_alpha",
+    "write",
+]
+
 STYLE = {
     "figure.dpi": 100,
     "savefig.dpi": 110,
@@ -66,7 +79,24 @@ def _headroom(ax: object, fraction: float) -> None:
 
 
 def families_1d(plt: object) -> object:
-    """Martins 2020 Fig 1 left, plus the beta-Gaussian across alpha at equal variance."""
+    """Martins 2020 Fig 1 left, plus the beta-Gaussian across alpha at equal variance.
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = families_1d(plt)
+        >>> [ax.get_title() for ax in fig.axes][1:]
+        ['Laplace vs triangular (b = 1)', 'beta-Gaussian, variance 1']
+        >>> plt.close(fig)
+    """
     t = np.linspace(-3.2, 3.2, 1201)
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
     pairs = (
@@ -93,7 +123,24 @@ def families_1d(plt: object) -> object:
 
 
 def families_2d(plt: object) -> object:
-    """Martins 2020 Fig 1 middle and right: N(0, I) and TP(0, I) with the support ellipse."""
+    """Martins 2020 Fig 1 middle and right: N(0, I) and TP(0, I) with the support ellipse.
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = families_2d(plt)
+        >>> [ax.get_title() for ax in fig.axes][:2]
+        ['bivariate Gaussian N(0, I)', 'truncated paraboloid TP(0, I)']
+        >>> plt.close(fig)
+    """
     loc, cov = np.zeros(2), np.eye(2)
     gaussian, paraboloid = Gaussian(loc, cov), TruncatedParaboloid(loc, cov)
     grid = np.linspace(-2.5, 2.5, 301)
@@ -133,7 +180,24 @@ def _to_plane(p: np.ndarray) -> np.ndarray:
 
 
 def evsoftmax_simplex(plt: object) -> object:
-    """Chen 2021 Fig 1: three maps of v = (0.4, 1.4, -0.8), and their sparsity regions."""
+    """Chen 2021 Fig 1: three maps of v = (0.4, 1.4, -0.8), and their sparsity regions.
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = evsoftmax_simplex(plt)
+        >>> fig.axes[0].get_title()
+        'maps of v = (0.4, 1.4, -0.8)'
+        >>> plt.close(fig)
+    """
     v = np.array([0.4, 1.4, -0.8])
     fig, axes = plt.subplots(1, 4, figsize=(14, 4.2))
     ax = axes[0]
@@ -186,7 +250,26 @@ def evsoftmax_simplex(plt: object) -> object:
 
 
 def convergence(plt: object) -> object:
-    """Error against nodes for every rule and case (``tsallis convergence``)."""
+    """Error against nodes for every rule and case (``tsallis convergence``).
+
+    Runs every study first (about 10 s).
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = convergence(plt)
+        >>> fig.get_suptitle()
+        'Quadrature error against nodes (dotted: 1e-12)'
+        >>> plt.close(fig)
+    """
     from tsallis import convergence as study
 
     return study.draw(study.run(), plt)
@@ -199,7 +282,24 @@ def _multimodal(alpha: float) -> KernelFamily:
 
 
 def kernel_densities(plt: object) -> object:
-    """Moreno 2022 Fig 1 style: kernel softmax / sparsemax / entmax densities on [0, 1]."""
+    """Moreno 2022 Fig 1 style: kernel softmax / sparsemax / entmax densities on [0, 1].
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = kernel_densities(plt)
+        >>> len(fig.axes)
+        2
+        >>> plt.close(fig)
+    """
     t = np.linspace(0, 1, 2001)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
     for k, alpha in enumerate((1.0, 1.5, 2.0)):
@@ -235,7 +335,24 @@ def kernel_densities(plt: object) -> object:
 
 
 def attention_1d(plt: object) -> object:
-    """A value function V(t) = B psi(t), three attention densities, their contexts E_p[V]."""
+    """A value function V(t) = B psi(t), three attention densities, their contexts E_p[V].
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = attention_1d(plt)
+        >>> fig.axes[1].get_title()
+        'attention densities'
+        >>> plt.close(fig)
+    """
     positions = np.linspace(0, 1, 40)
     signal = np.sin(4 * np.pi * positions) + 1.5 * positions
     basis = GaussianRBF(np.linspace(0, 1, 16), np.full(16, 0.06))
@@ -269,7 +386,24 @@ def attention_1d(plt: object) -> object:
 
 
 def threshold_vs_alpha(plt: object) -> object:
-    """The beta-Gaussian threshold tau and support radius against alpha, Sigma = I."""
+    """The beta-Gaussian threshold tau and support radius against alpha, Sigma = I.
+
+    Args:
+        plt: ``matplotlib.pyplot`` (passed in: matplotlib is an optional extra;
+            ``write`` selects the Agg backend and the ``STYLE``).
+
+    Returns:
+        The matplotlib figure, not saved.
+
+    Examples:
+        >>> import matplotlib
+        >>> matplotlib.use("Agg")
+        >>> import matplotlib.pyplot as plt
+        >>> fig = threshold_vs_alpha(plt)
+        >>> [ax.get_title() for ax in fig.axes]
+        ['threshold: -tau (Sigma = I)', 'support radius (Mahalanobis)']
+        >>> plt.close(fig)
+    """
     alphas = np.linspace(1.02, 4.0, 150)
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     for k, n in enumerate((1, 2, 3, 10)):
@@ -305,7 +439,24 @@ FIGURES: dict[str, Callable[[object], object]] = {
 
 
 def write(out: str | Path = "figures", only: Sequence[str] | None = None) -> list[Path]:
-    """Draw the named figures (default all) into ``out``; return the PNG paths."""
+    """Draw the named figures (default all) into ``out``; return the PNG paths.
+
+    Args:
+        out: the folder (created if missing).
+        only: names from ``FIGURES`` (None or empty: all of them).
+
+    Returns:
+        The written paths, ``out / f"{name}.png"``, in the order asked.
+
+    Raises:
+        ValueError: an unknown figure name (the message lists the valid ones).
+        ModuleNotFoundError: matplotlib is not installed.
+
+    Examples:
+        >>> import tempfile
+        >>> [path.name for path in write(tempfile.mkdtemp(), ["families_1d", "attention_1d"])]
+        ['families_1d.png', 'attention_1d.png']
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -329,7 +480,20 @@ def write(out: str | Path = "figures", only: Sequence[str] | None = None) -> lis
 
 
 def main(out: str, only: Sequence[str] | None) -> int:
-    """Entry for ``tsallis figures``."""
+    """``tsallis figures``: write the figures and print their paths.
+
+    Args:
+        out: the folder.
+        only: figure names (None: all).
+
+    Returns:
+        0, or 2 for an unknown name (with a one-line message on stderr).
+
+    Examples:
+        >>> import tempfile
+        >>> main(tempfile.mkdtemp(), ["no_such_figure"])
+        2
+    """
     try:
         start = time.perf_counter()
         for path in write(out, only):

@@ -18,12 +18,40 @@ from dataclasses import dataclass
 import mpmath as mp
 import numpy as np
 
+__all__ = [
+    "Estimate",
+    "Family",
+    "bracketed_root",
+    "cdf",
+    "density",
+    "edge",
+    "family_of",
+    "integrate",
+    "mass",
+    "moments",
+    "ppf",
+    "summary",
+    "threshold",
+]
+
 MpFunction = Callable[[mp.mpf], mp.mpf]
+
+# The examples use the triangular family, alpha = 2 with score f(r) = -r: p = [-|t| - tau]_+,
+# tau = -1, support [-1, 1], variance 1/6, Tsallis entropy (1 - int p^2) / 2 = 1/6.
 
 
 @dataclass(frozen=True)
 class Estimate:
-    """A value with mpmath's error estimate (summed over the pieces)."""
+    """A value with mpmath's error estimate (summed over the pieces).
+
+    Attributes:
+        value: the mpmath number.
+        error: mpmath's estimate of its absolute error.
+
+    Examples:
+        >>> Estimate(mp.mpf(1), mp.mpf("1e-40")).value
+        mpf('1.0')
+    """
 
     value: mp.mpf
     error: mp.mpf
@@ -36,6 +64,19 @@ class Family:
     ``dim`` = 0 means 1D in t (loc, scale used as given); ``dim`` >= 1 means
     N-D in whitened radius with ``logdet`` = log det Sigma. ``scale`` sets the
     length unit used to bracket roots and to split infinite ranges.
+
+    Attributes:
+        score: f(r), decreasing in the distance r >= 0 from the mode (mpmath in, out).
+        alpha: > 1 for the sparse families, 1 for exp(f - A).
+        loc: the mode (1D).
+        scale: the length unit.
+        dim: 0 for 1D, else N.
+        logdet: log det Sigma (N-D).
+
+    Examples:
+        >>> triangular = Family(score=lambda r: -r, alpha=mp.mpf(2))
+        >>> triangular.dim
+        0
     """
 
     score: MpFunction
@@ -47,7 +88,20 @@ class Family:
 
 
 def density(family: Family, threshold: mp.mpf) -> MpFunction:
-    """p as a function of the distance r from the mode."""
+    """p as a function of the distance r from the mode.
+
+    Args:
+        family: the family.
+        threshold: tau (alpha > 1) or the log-partition A (alpha = 1).
+
+    Returns:
+        r -> p, in mpmath; 0 outside the support.
+
+    Examples:
+        >>> p = density(Family(score=lambda r: -r, alpha=mp.mpf(2)), mp.mpf(-1))
+        >>> p(mp.mpf("0.25")), p(mp.mpf(2))
+        (mpf('0.75'), mpf('0.0'))
+    """
     alpha = family.alpha
     if alpha == 1:
         return lambda r: mp.exp(family.score(r) - threshold)
@@ -64,6 +118,22 @@ def bracketed_root(f: MpFunction, low: mp.mpf, high: mp.mpf) -> mp.mpf:
     """Root of f in [low, high] (sign change required): Illinois steps, bisection fallback.
 
     Stops when the bracket is within a few ulps of the working precision.
+
+    Args:
+        f: a continuous function (mpmath in, out).
+        low: the bracket's lower end.
+        high: its upper end; f(low) and f(high) must differ in sign.
+
+    Returns:
+        The root, to the working precision (``mp.mp.prec``).
+
+    Raises:
+        ValueError: f(low) and f(high) have the same sign.
+
+    Examples:
+        >>> with mp.workdps(30):
+        ...     mp.nstr(bracketed_root(lambda x: x * x - 2, mp.mpf(0), mp.mpf(2)), 25)
+        '1.414213562373095048801689'
     """
     f_low, f_high = f(low), f(high)
     if f_low == 0:
@@ -98,10 +168,22 @@ def bracketed_root(f: MpFunction, low: mp.mpf, high: mp.mpf) -> mp.mpf:
 
 
 def edge(family: Family, threshold: mp.mpf) -> mp.mpf:
-    """Distance where f = threshold (support edge); inf for alpha = 1."""
+    """Distance where f = threshold (the support edge); inf for alpha = 1.
+
+    Args:
+        family: the family.
+        threshold: tau.
+
+    Returns:
+        The edge r > 0, found by doubling ``family.scale`` and ``bracketed_root``.
+
+    Examples:
+        >>> edge(Family(score=lambda r: -r, alpha=mp.mpf(2)), mp.mpf(-1))
+        mpf('1.0')
+    """
     if family.alpha == 1:
         return mp.inf
-    high = family.scale
+    high = mp.mpf(family.scale)  # (an int scale would come back as an int root)
     while family.score(high) > threshold:
         high *= 2
     return bracketed_root(lambda r: family.score(r) - threshold, mp.mpf(0), high)
@@ -120,6 +202,20 @@ def integrate(
     """int weight(t, p(t)) over the space; in 1D t runs over both sides of loc.
 
     ``weight(position, p)`` gets the signed offset t - loc in 1D and the radius in N-D.
+
+    Args:
+        family: the family.
+        threshold: tau or A.
+        weight: (position, p) -> integrand.
+
+    Returns:
+        The integral, split at the mode, the support edge and (infinite supports)
+        multiples of ``family.scale``.
+
+    Examples:
+        >>> fam = Family(score=lambda r: -r, alpha=mp.mpf(2))
+        >>> mp.nstr(integrate(fam, mp.mpf(-1), lambda t, p: t * t * p).value, 15)
+        '0.166666666666667'
     """
     p = density(family, threshold)
     width = edge(family, threshold)
@@ -136,7 +232,19 @@ def integrate(
 
 
 def mass(family: Family, threshold: mp.mpf) -> Estimate:
-    """int p for a given threshold."""
+    """int p for a given threshold.
+
+    Args:
+        family: the family.
+        threshold: tau or A (any value: the root-finding of ``threshold`` calls this).
+
+    Returns:
+        The mass, with its error estimate.
+
+    Examples:
+        >>> mass(Family(score=lambda r: -r, alpha=mp.mpf(2)), mp.mpf(-2)).value
+        mpf('4.0')
+    """
     return integrate(family, threshold, lambda _t, p: p)
 
 
@@ -145,6 +253,18 @@ def threshold(family: Family, hint: float | None = None) -> mp.mpf:
 
     ``hint`` only narrows the first bracket tried (the root is still solved to
     working precision, and a bracket without a sign change is discarded).
+
+    Args:
+        family: the family.
+        hint: an approximate tau (e.g. a closed form under test), or None.
+
+    Returns:
+        tau (or A) to the working precision.
+
+    Examples:
+        >>> with mp.workdps(30):
+        ...     mp.nstr(threshold(Family(score=lambda r: -r, alpha=mp.mpf(2))), 20)
+        '-1.0'
     """
     if family.alpha == 1:
         return mp.log(mass(family, mp.mpf(0)).value)
@@ -169,6 +289,18 @@ def moments(family: Family, tau: mp.mpf) -> dict[str, Estimate]:
     1D: ``mean`` is E[t - loc] and ``variance`` E[(t-loc)^2]; N-D: ``variance`` is
     E[r^2] / N, the factor c in Cov = c Sigma (mean is 0 by symmetry).
     Entropy is Tsallis (1 - int p^alpha)/(alpha(alpha-1)), Shannon -int p log p at alpha = 1.
+
+    Args:
+        family: the family.
+        tau: its threshold (``threshold``).
+
+    Returns:
+        ``{"mean": ..., "variance": ..., "entropy": ...}`` as ``Estimate`` objects.
+
+    Examples:
+        >>> stats = moments(Family(score=lambda r: -r, alpha=mp.mpf(2)), mp.mpf(-1))
+        >>> [mp.nstr(stats[k].value, 12) for k in ("mean", "variance", "entropy")]
+        ['0.0', '0.166666666667', '0.166666666667']
     """
     alpha = family.alpha
     out = {"mean": integrate(family, tau, lambda t, p: t * p)}
@@ -188,7 +320,21 @@ def moments(family: Family, tau: mp.mpf) -> dict[str, Estimate]:
 
 
 def cdf(family: Family, tau: mp.mpf, x: mp.mpf) -> mp.mpf:
-    """P(t <= x) in 1D: the mass beyond |x - loc| on one side, split at the break points."""
+    """P(t <= x) in 1D: the mass beyond |x - loc| on one side, split at the break points.
+
+    Args:
+        family: a 1D family.
+        tau: its threshold.
+        x: the point.
+
+    Returns:
+        The cdf at x (0 and 1 beyond the support).
+
+    Examples:
+        >>> fam = Family(score=lambda r: -r, alpha=mp.mpf(2))
+        >>> cdf(fam, mp.mpf(-1), mp.mpf(0)), cdf(fam, mp.mpf(-1), mp.mpf("0.5"))
+        (mpf('0.5'), mpf('0.875'))
+    """
     p = density(family, tau)
     width = edge(family, tau)
     offset = x - family.loc
@@ -200,7 +346,25 @@ def cdf(family: Family, tau: mp.mpf, x: mp.mpf) -> mp.mpf:
 
 
 def ppf(family: Family, tau: mp.mpf, q: mp.mpf, start: mp.mpf) -> mp.mpf:
-    """x with cdf(x) = q, by Newton from ``start`` (the derivative is the density)."""
+    """x with cdf(x) = q, by Newton from ``start`` (the derivative is the density).
+
+    Args:
+        family: a 1D family.
+        tau: its threshold.
+        q: the probability, in (0, 1).
+        start: a first guess inside the support (e.g. a closed form under test).
+
+    Returns:
+        The quantile, to the working precision.
+
+    Raises:
+        ValueError: mpmath's findroot did not converge.
+
+    Examples:
+        >>> fam = Family(score=lambda r: -r, alpha=mp.mpf(2))
+        >>> mp.nstr(ppf(fam, mp.mpf(-1), mp.mpf("0.875"), mp.mpf("0.4")), 12)
+        '0.5'
+    """
     p = density(family, tau)
     return mp.findroot(
         lambda x: cdf(family, tau, x) - q,
@@ -216,6 +380,22 @@ def family_of(dist: object) -> Family:
     Only the definition is used: the score f and alpha; N-D distributions
     contribute N and log det Sigma. A custom location-scale g is
     differentiated by SymPy (imported here only).
+
+    Args:
+        dist: a ``tsallis.distributions`` object with scalar parameters.
+
+    Returns:
+        Its ``Family``.
+
+    Raises:
+        ValueError: array parameters.
+        TypeError: a distribution without a ground truth here.
+
+    Examples:
+        >>> from tsallis.distributions import Triangular
+        >>> fam = family_of(Triangular(loc=0.0, scale=2.0))
+        >>> fam.alpha, fam.score(mp.mpf(1))
+        (mpf('2.0'), mpf('-0.5'))
     """
     from tsallis import distributions as D
 
@@ -253,6 +433,23 @@ def summary(dist: object, dps: int = 40) -> dict[str, Estimate]:
 
     Computed at ``dps`` digits from the definition alone. The threshold's error
     is the size of the last root bracket; the mean is E[t] (1D) or 0 (N-D).
+
+    Args:
+        dist: a ``tsallis.distributions`` object with scalar parameters.
+        dps: mpmath decimal digits.
+
+    Returns:
+        ``{"threshold", "mass", "mean", "variance", "entropy"}`` as ``Estimate`` objects.
+
+    Raises:
+        ValueError: array parameters (as for ``family_of``).
+        TypeError: a distribution without a ground truth here.
+
+    Examples:
+        >>> from tsallis.distributions import Triangular
+        >>> truth = summary(Triangular(loc=0.5, scale=1.0), dps=30)
+        >>> [mp.nstr(truth[k].value, 12) for k in ("threshold", "mean", "variance")]
+        ['-1.0', '0.5', '0.166666666667']
     """
     with mp.workdps(dps):
         family = family_of(dist)

@@ -52,7 +52,7 @@ def kernel_sum(
     Returns:
         f~ at t, shape (..., *t.shape).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> t, gamma, inducing = np.array([0.0, 0.5]), np.array([1.0, -1.0]), np.array([0.0, 1.0])
         >>> kernel_sum(t, gamma, inducing, "gaussian", 0.5).round(4)
@@ -91,7 +91,7 @@ class KernelFamily:
         base: ``UniformBase`` (default: uniform on [0, 1]) or ``GaussianBase``.
         nodes: Gauss-Legendre nodes per panel, or None (16).
 
-    Example:
+    Examples:
         >>> family = KernelFamily([1.0, -1.0], [0.25, 0.75], alpha=2.0)
         >>> round(float(family.expect(lambda t: t)), 6)
         0.376326
@@ -264,7 +264,11 @@ class KernelFamily:
 class Verdict:
     """Whether a sufficient condition holds, and why.
 
-    Example:
+    Attributes:
+        holds: True if the condition is met.
+        reason: the check in words, with the numbers compared.
+
+    Examples:
         >>> prop_5_1(0.0, 2.0).holds
         True
     """
@@ -285,7 +289,7 @@ def kernel_growth(kernel: str) -> float:
     Raises:
         ValueError: another kernel name.
 
-    Example:
+    Examples:
         >>> print(kernel_growth("gaussian"))
         0.0
     """
@@ -303,7 +307,7 @@ def tail_decay(base: UniformBase | GaussianBase) -> float:
     Returns:
         eta: inf for a bounded support, 2.0 for a Gaussian base.
 
-    Example:
+    Examples:
         >>> print(tail_decay(GaussianBase(0.0, 1.0)))
         2.0
     """
@@ -320,7 +324,7 @@ def prop_5_1(xi: float, eta: float) -> Verdict:
     Returns:
         A Verdict: whether the condition holds, and the reason.
 
-    Example:
+    Examples:
         >>> prop_5_1(0.0, 2.0)
         Verdict(holds=True, reason='tail decay eta = 2.0 exceeds half the kernel growth xi/2 = 0.0')
     """
@@ -346,7 +350,7 @@ def prop_5_4(family: KernelFamily, c_t: float) -> Verdict:
     Returns:
         A Verdict: whether the condition holds, and the reason.
 
-    Example:
+    Examples:
         >>> fam = KernelFamily([1.0, 2.0], [0.3, 0.6], alpha=1.5, base=GaussianBase(0.0, 1.0))
         >>> prop_5_4(fam, 3.0).holds
         True

@@ -42,7 +42,11 @@ Integrand = Callable[[FloatArray], NDArray[np.floating]]
 class QuadratureResult:
     """An integral and the number of integrand evaluations (nodes) it used.
 
-    Example:
+    Attributes:
+        value: the integral: a float, or an array for a vector-valued integrand.
+        nodes: the integrand evaluations.
+
+    Examples:
         >>> Trapezoid(0.0, 1.0).integrate(lambda t: t**2, 3).nodes
         3
     """
@@ -67,7 +71,7 @@ def _interval(a: float, b: float) -> tuple[float, float]:
 class Rule:
     """Base: subclasses define ``nodes_weights``.
 
-    Example:
+    Examples:
         >>> print(GaussLegendre(0.0, 1.0).integrate(lambda t: t**3, 2).value.round(15))
         0.25
     """
@@ -98,7 +102,7 @@ class Trapezoid(Rule):
         a: the left end, finite.
         b: the right end, finite and > a.
 
-    Example:
+    Examples:
         >>> print(Trapezoid(0.0, 1.0).integrate(lambda t: t**2, 3).value)
         0.375
     """
@@ -124,7 +128,7 @@ class TrapezoidLine(Rule):
         center: the centre of the truncated line.
         half_width: > 0; nodes lie on [center - half_width, center + half_width].
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> r = TrapezoidLine(0.0, 8.0).integrate(lambda t: np.exp(-t**2 / 2), 33)
         >>> print(round(float(r.value / np.sqrt(2 * np.pi)), 12))
@@ -151,7 +155,7 @@ class GaussLegendre(Rule):
         a: the left end, finite.
         b: the right end, finite and > a.
 
-    Example:
+    Examples:
         >>> print(GaussLegendre(0.0, 1.0).integrate(lambda t: t**3, 2).value.round(15))
         0.25
     """
@@ -174,7 +178,7 @@ class PeriodicTrapezoid(Rule):
         start: the first node.
         period: the period > 0.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> r = PeriodicTrapezoid(0.0, 2 * np.pi).integrate(lambda t: np.exp(np.cos(t)), 16)
         >>> print(round(float(r.value), 12))  # 2 pi I0(1)
@@ -216,7 +220,7 @@ class KinkAware(Rule):
         scan: the number of scan points that bracket the roots of u.
         edge_exponent: k of the integrand's (distance)^k behaviour at a root of u.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> u = lambda t: 0.25 - (t - 0.5) ** 2  # [u]_+ has kinks at 0.25 and 0.75
         >>> r = KinkAware(u, 0.0, 1.0).integrate(lambda t: np.maximum(u(t), 0.0), 4)
@@ -338,7 +342,7 @@ def softplus_positive(v: NDArray[np.floating], sharpness: float) -> NDArray[np.f
     Returns:
         An array of v's shape.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> softplus_positive(np.array([-1.0, 0.0, 1.0]), 50.0).round(4)
         array([0.    , 0.0139, 1.    ])
@@ -359,7 +363,7 @@ def smoothed_exp_beta(
     Returns:
         An array of u's shape.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> smoothed_exp_beta(np.array([0.0, 1.0]), 0.5, 50.0).round(4)
         array([1.  , 2.25])

@@ -40,6 +40,22 @@ from tsallis._generated import (
 )
 from tsallis.distributions import LocationScale
 
+__all__ = [
+    "FAMILIES",
+    "LIMIT",
+    "Case1D",
+    "CaseND",
+    "Check",
+    "cases",
+    "main",
+    "nd_logdet",
+    "run",
+    "run_1d",
+    "run_deformed",
+    "run_nd",
+    "summarize",
+]
+
 SIGMAS = (1e-6, 1e-3, 1.0, 1e3)
 ALPHAS = (1.01, 1.25, 4 / 3, 1.5, 2.0, 2.5, 3.0, 5.0)
 DIMS = (1, 2, 3, 5)
@@ -49,7 +65,19 @@ LIMIT = 1e-12
 
 @dataclass
 class Check:
-    """One compared quantity at one grid point and backend."""
+    """One compared quantity at one grid point and backend.
+
+    Attributes:
+        family: the family's name (``"_nd"`` appended for the N-D kernels).
+        quantity: what was compared (``"threshold"``, ``"cdf"``, ``"mass"``, ...).
+        backend: ``"numpy"`` or ``"torch-float64"``.
+        error: the error measure of the module docstring (relative for most).
+        params: the grid point (``scale``, and ``alpha`` or ``N`` where they vary).
+
+    Examples:
+        >>> Check("triangular", "cdf", "numpy", 3e-16, {"scale": 1.0}).error <= LIMIT
+        True
+    """
 
     family: str
     quantity: str
@@ -106,7 +134,22 @@ def _backends(name: str, numpy_module: ModuleType) -> Iterator[tuple[str, Callab
 
 @dataclass(frozen=True)
 class Case1D:
-    """A 1D family at one grid point."""
+    """A 1D family at one grid point (an argument of ``run_1d``; picklable).
+
+    Attributes:
+        name: the generated module (a key of ``FAMILIES``).
+        score: the score f(r) = -g(r) whose alpha-entmax is the family: ``"quadratic"``,
+            ``"abs"``, ``"cubic_ls"`` or ``"quadratic_ls"``.
+        alpha: the entmax alpha (1 for the Gaussian and Laplace).
+        scale: sigma.
+        shape: kernel arguments before (loc, scale), e.g. ``(alpha,)``.
+        suffix: appended to the kernel names (``"_1d"`` for the beta-Gaussian).
+        compact: whether the support is bounded.
+
+    Examples:
+        >>> Case1D("triangular", "abs", 2.0, 1.0, ()).compact
+        True
+    """
 
     name: str
     score: str  # a key of _score
@@ -142,7 +185,24 @@ _ALIASES = {"threshold": "log_partition", "tsallis_entropy": "entropy"}
 
 
 def run_1d(case: Case1D) -> list[Check]:
-    """Threshold, support, moments, mass, pdf/logpdf, cdf, ppf for one 1D case."""
+    """Threshold, support, moments, mass, pdf/logpdf, cdf, ppf for one 1D case.
+
+    Each generated kernel is called with float64 arguments (NumPy, and Torch float64
+    when torch is installed) and compared with the mpmath ground truth
+    (``tsallis.groundtruth``) at the current ``mp.mp.dps``.
+
+    Args:
+        case: the family and grid point.
+
+    Returns:
+        One ``Check`` per quantity, evaluation point and backend.
+
+    Examples:
+        >>> with mp.workdps(40):
+        ...     checks = run_1d(Case1D("triangular", "abs", 2.0, 1.0, ()))
+        >>> sorted({c.quantity for c in checks})[:4], max(c.error for c in checks) <= LIMIT
+        (['cdf', 'half_width', 'logpdf', 'mass'], True)
+    """
     fam = gt.Family(
         score=_score(case.score, case.scale),
         alpha=_mp(case.alpha),
@@ -217,7 +277,18 @@ def run_1d(case: Case1D) -> list[Check]:
 
 @dataclass(frozen=True)
 class CaseND:
-    """An N-D family at one grid point."""
+    """An N-D family at one grid point (an argument of ``run_nd``; picklable).
+
+    Attributes:
+        name: ``"gaussian"``, ``"truncated_paraboloid"`` or ``"beta_gaussian"``.
+        alpha: the entmax alpha.
+        scale: sigma; Sigma = sigma^2 (I + 0.3 * ones).
+        dim: N.
+
+    Examples:
+        >>> CaseND("truncated_paraboloid", 2.0, 1.0, 3).dim
+        3
+    """
 
     name: str
     alpha: float
@@ -226,7 +297,21 @@ class CaseND:
 
 
 def nd_logdet(scale: float, dim: int) -> tuple[float, mp.mpf]:
-    """log det(scale^2 (I + 0.3 * ones)) in float64 (as a user computes it) and exactly."""
+    """log det(scale^2 (I + 0.3 * ones)) in float64 (as a user computes it) and exactly.
+
+    Args:
+        scale: sigma > 0.
+        dim: N >= 1.
+
+    Returns:
+        (the float64 value from ``numpy.linalg.slogdet``, the exact value in mpmath
+        at the current precision).
+
+    Examples:
+        >>> approx, exact = nd_logdet(1.0, 2)
+        >>> round(approx, 12), abs(approx - float(exact)) < 1e-15
+        (0.470003629246, True)
+    """
     matrix = scale**2 * (np.eye(dim) + 0.3 * np.ones((dim, dim)))
     float_logdet = float(np.linalg.slogdet(matrix)[1])
     exact = 2 * dim * mp.log(_mp(scale)) + mp.log(
@@ -236,7 +321,20 @@ def nd_logdet(scale: float, dim: int) -> tuple[float, mp.mpf]:
 
 
 def run_nd(case: CaseND) -> list[Check]:
-    """Threshold, radius, Cov factor, entropy, mass and logpdf in N-D."""
+    """Threshold, radius, Cov factor, entropy, mass and logpdf in N-D.
+
+    Args:
+        case: the family and grid point.
+
+    Returns:
+        One ``Check`` per quantity, evaluation point and backend.
+
+    Examples:
+        >>> with mp.workdps(40):
+        ...     checks = run_nd(CaseND("truncated_paraboloid", 2.0, 1.0, 2))
+        >>> sorted({c.quantity for c in checks}), max(c.error for c in checks) <= LIMIT
+        (['cov_scale', 'logpdf', 'mass', 'radius', 'threshold', 'tsallis_entropy'], True)
+    """
     logdet, exact = nd_logdet(case.scale, case.dim)
     fam = gt.Family(score=lambda r: -(r**2) / 2, alpha=_mp(case.alpha), dim=case.dim, logdet=exact)
     alpha_one = case.alpha == 1
@@ -277,7 +375,20 @@ def run_nd(case: CaseND) -> list[Check]:
 
 
 def run_deformed(_: object = None) -> list[Check]:
-    """log_beta, exp_beta and the entropy term against their definitions."""
+    """log_beta, exp_beta and the entropy term against their definitions.
+
+    Args:
+        _: ignored (the uniform signature of the runners).
+
+    Returns:
+        One ``Check`` per function, argument pair and backend.
+
+    Examples:
+        >>> with mp.workdps(40):
+        ...     checks = run_deformed()
+        >>> sorted({c.quantity for c in checks}), max(c.error for c in checks) <= LIMIT
+        (['exp_beta', 'log_beta', 'tsallis_entropy_term'], True)
+    """
     checks = []
     betas = [2 - a for a in ALPHAS] + [1.0, 1 + 1e-9, 1.5]
     for backend, call in _backends("deformed", deformed):
@@ -347,7 +458,21 @@ FAMILIES = (
 
 
 def cases(families: list[str] | None) -> list[object]:
-    """Every grid point of the selected families, as picklable case objects."""
+    """Every grid point of the selected families, as picklable case objects.
+
+    Args:
+        families: names from ``FAMILIES``, or None for all of them.
+
+    Returns:
+        ``Case1D`` and ``CaseND`` objects, and the string ``"deformed"``.
+
+    Raises:
+        ValueError: an unknown family name (the message lists the valid ones).
+
+    Examples:
+        >>> len(cases(["triangular"])), cases(["triangular"])[0].scale
+        (4, 1e-06)
+    """
     chosen = families or list(FAMILIES)
     unknown = set(chosen) - set(FAMILIES)
     if unknown:
@@ -380,18 +505,37 @@ def cases(families: list[str] | None) -> list[object]:
 
 
 def _run(case: object, dps: int) -> list[Check]:
-    mp.mp.dps = dps
-    if isinstance(case, Case1D):
-        return run_1d(case)
-    if isinstance(case, CaseND):
-        return run_nd(case)
-    return run_deformed()
+    with mp.workdps(dps):  # (restored: run() may work in the caller's process)
+        if isinstance(case, Case1D):
+            return run_1d(case)
+        if isinstance(case, CaseND):
+            return run_nd(case)
+        return run_deformed()
 
 
 def run(
     dps: int = 40, families: list[str] | None = None, workers: int | None = None
 ) -> list[Check]:
-    """All checks for the selected families, computed in ``workers`` processes."""
+    """All checks for the selected families, computed in ``workers`` processes.
+
+    Progress goes to stderr through tqdm, which is silent when stderr is not a terminal.
+
+    Args:
+        dps: mpmath decimal digits of the ground truth.
+        families: names from ``FAMILIES``, or None for all of them.
+        workers: processes (None: one per CPU, at most one per case; 1: in this process).
+
+    Returns:
+        Every ``Check``, in case order.
+
+    Raises:
+        ValueError: an unknown family name.
+
+    Examples:
+        >>> checks = run(30, ["triangular"], workers=1)
+        >>> len(checks), max(c.error for c in checks) <= LIMIT
+        (120, True)
+    """
     from tqdm import tqdm  # quiet when stderr is not a terminal (no carriage returns)
 
     todo = cases(families)
@@ -412,7 +556,19 @@ def run(
 
 
 def summarize(checks: list[Check]) -> list[Check]:
-    """The worst check of each (family, quantity, backend)."""
+    """The worst check of each (family, quantity, backend).
+
+    Args:
+        checks: the output of ``run`` (or of the runners).
+
+    Returns:
+        One ``Check`` per key, sorted by key; a NaN error counts as the worst.
+
+    Examples:
+        >>> rows = summarize([Check("f", "cdf", "numpy", 1e-16), Check("f", "cdf", "numpy", 3e-16)])
+        >>> [(r.quantity, r.error) for r in rows]
+        [('cdf', 3e-16)]
+    """
     worst: dict[tuple[str, str, str], Check] = {}
     for check in checks:
         key = (check.family, check.quantity, check.backend)
@@ -424,7 +580,25 @@ def summarize(checks: list[Check]) -> list[Check]:
 def main(
     dps: int = 40, families: list[str] | None = None, as_json: bool = False, full: bool = False
 ) -> int:
-    """Run, print a table (or JSON), and return the exit code (1 on any error > 1e-12)."""
+    """``tsallis verify``: run, print a table (or JSON), and return the exit code.
+
+    Args:
+        dps: mpmath decimal digits of the ground truth.
+        families: names from ``FAMILIES``, or None for all of them.
+        as_json: print JSON (``passed``, ``worst_rel_error``, ``checks``, ...) instead.
+        full: with ``as_json``, every check rather than the worst per key.
+
+    Returns:
+        0 if every error is at most ``LIMIT`` (1e-12), 1 if not, 2 for an unknown
+        family (with a one-line message on stderr).
+
+    Examples:
+        >>> import contextlib, io
+        >>> with contextlib.redirect_stdout(io.StringIO()) as out:
+        ...     code = main(30, ["triangular"])
+        >>> code, out.getvalue().splitlines()[-1].endswith("PASS")
+        (0, True)
+    """
     if _torch_closed_forms() is None:
         print(
             "torch is not installed: skipping the Torch checks (NumPy checks still run)",

@@ -297,7 +297,7 @@ def add_product(s: Array, x: Array, out: Array) -> Array:
 def log1prel_slope(x: Array) -> Array:
     """d/dx log1prel(x) = (x / (1 + x) - log1p(x)) / x^2, equal to -1/2 at x = 0 (x > -1).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> float(log1prel_slope(np.array(0.0)))
         -0.5

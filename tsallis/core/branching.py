@@ -24,7 +24,7 @@ def host_branch(
 ) -> tuple:
     """The branch that pred picks, read on the host (one read).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> host_branch(np.asarray(True), lambda x: (x + 1,), lambda x: (x,), (np.ones(2),))
         (array([2., 2.]),)
@@ -37,7 +37,7 @@ def full_branch(
 ) -> tuple:
     """Always the branch valid everywhere: no host read (accelerators in eager mode, meta).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> full_branch(np.asarray(True), lambda x: (x + 1,), lambda x: (x,), (np.ones(2),))
         (array([1., 1.]),)

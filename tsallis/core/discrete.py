@@ -46,7 +46,7 @@ def normalized(logits: Array, log: bool = False) -> Array:
 
     A row must hold at least one finite logit (the faces set empty rows to 0).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> normalized(np.array([0.0, np.log(3.0), -np.inf]))
         array([0.25, 0.75, 0.  ])
@@ -81,7 +81,7 @@ def _pick(per_size: Array, ordered: Array) -> Array:
 def sparsemax_sorted(z: Array) -> Array:
     """Euclidean projection onto the simplex, exact (sort-based), over the last axis.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> sparsemax_sorted(np.array([0.4, 0.9, -0.8]))
         array([0.25, 0.75, 0.  ])
@@ -99,7 +99,7 @@ def sparsemax_sorted(z: Array) -> Array:
 def entmax15_sorted(z: Array) -> Array:
     """1.5-entmax, exact (sort-based threshold of z / 2), over the last axis.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> entmax15_sorted(np.array([0.0, 0.0]))
         array([0.5, 0.5])
@@ -252,7 +252,7 @@ def entmax_newton(
     at a residual of sqrt(eps) there and _refined_above_two finishes on a double-double
     threshold (the loop's own bases near the edge are rounded to an absolute eps).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> entmax_newton(np.array([0.0, np.log(3.0)]), 1.0)
         array([0.25, 0.75])
@@ -521,7 +521,7 @@ def gppr_weights(p: Array, alpha: float) -> Array:
 def gppr_jacobian(weights: Array) -> Array:
     """Diag(s) - s s^T / sum(s) over the last axis, (..., K, K); a row with s = 0 gives 0.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> gppr_jacobian(np.array([1.0, 1.0]))
         array([[ 0.5, -0.5],
@@ -637,7 +637,7 @@ def ev_logits(
     Raises:
         ValueError: with ``check``, NaN or +inf in a valid entry.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> y, _ = ev_logits(np.array([0.4, 1.4, -0.8]), None, 0.0)
         >>> normalized(y).round(3)

@@ -508,7 +508,7 @@ def half_width(alpha: float, scale: Array) -> Array:
     a = factor(alpha) * scale^power(alpha), the generated power law
     (derivations/attention.py), with the alpha-only factors as Python floats.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> round(float(half_width(2.0, np.array(1.0))), 6)  # (3/2)^(1/3)
         1.144714
@@ -554,7 +554,7 @@ def moments_1d(
         Gaussian closed form holds in any dtype); otherwise in float64, which the
         inputs must then be (the window moments need float64 edge distances).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> one = np.array([0.0])
         >>> rho, _, _ = moments_1d(2.0, one, np.array([1.0]), one, np.array([0.1]), False)
@@ -681,7 +681,7 @@ def window_moments(
     is at least SHARED_MIN_R half-widths wide; otherwise a Gauss-Jacobi window
     of its own.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> g = window_moments(2.0, np.array([1.0]), np.array([1.0]), np.array([0.1]), 1, False)
         >>> round(float(g["rho"][0]), 6)  # int (1 - u^2) phi(u / 0.1) / 0.1 du
@@ -822,7 +822,7 @@ def radial_moments(
     widths outside [0, 1]). A wider RBF is smooth on [0, 1]: RADIAL_NODES
     Gauss-Legendre nodes there.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> p = radial_moments(np.array([0.5]), np.array([0.5]), np.array([1e-3]), False)
         >>> round(float(p["p1"][0]), 12)

@@ -89,7 +89,7 @@ def parse_formula(
         ValueError: the text is too long or too deeply nested, does not parse,
             uses anything outside the whitelist, or is not a real expression.
 
-    Example:
+    Examples:
         >>> t = sp.Symbol("t", nonnegative=True)
         >>> parse_formula("t**4/12 + exp(-t)", {"t": t}, "g")
         t**4/12 + exp(-t)

@@ -18,7 +18,7 @@ class MultivariateFamily:
 
     Generated kernels take (d2, *shape, n, logdet); logdet keeps extreme Sigma in range.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> from tsallis import TruncatedParaboloid
         >>> d = TruncatedParaboloid([0.0, 0.0], np.eye(2))
@@ -119,7 +119,7 @@ def uniform_directions(
 ) -> FloatArray:
     """Points uniform on the unit sphere S^(dim-1).
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> u = uniform_directions(np.random.default_rng(0), (3,), 2)
         >>> np.linalg.norm(u, axis=-1).round(12)

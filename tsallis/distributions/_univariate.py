@@ -18,7 +18,7 @@ class UnivariateFamily:
     Subclasses name their generated module in ``_gen`` and the kernel names in
     ``_names``; ``_shape`` holds parameters placed before (loc, scale).
 
-    Example:
+    Examples:
         >>> from tsallis import Triangular
         >>> d = Triangular([0.0, 1.0], 2.0)  # parameters broadcast: two distributions
         >>> isinstance(d, UnivariateFamily), d.pdf(0.0).shape

@@ -50,9 +50,10 @@ class Gaussian(UnivariateFamily):
     scalar, an array input an array of the broadcast shape.
 
     Raises:
-        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+        TypeError: non-real parameters.
+        ValueError: NaN, inf or out-of-range scale.
 
-    Example:
+    Examples:
         >>> d = Gaussian(0.0, 1.0)
         >>> print(round(float(d.pdf(0.0)), 6), d.var())
         0.398942 1.0
@@ -71,7 +72,7 @@ class Gaussian(UnivariateFamily):
 class MultivariateGaussian(MultivariateFamily, Gaussian):
     """N-D Gaussian N(loc, Sigma); built by ``Gaussian(loc, Sigma)``.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> d = Gaussian([0.0, 0.0], np.eye(2))  # builds a MultivariateGaussian
         >>> print(type(d).__name__, round(float(d.pdf([0.0, 0.0])), 6))
@@ -109,9 +110,10 @@ class Laplace(UnivariateFamily):
     scalar, an array input an array of the broadcast shape.
 
     Raises:
-        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+        TypeError: non-real parameters.
+        ValueError: NaN, inf or out-of-range scale.
 
-    Example:
+    Examples:
         >>> d = Laplace(0.0, 1.0)
         >>> print(d.pdf(0.0), d.var())
         0.5 2.0
@@ -134,9 +136,10 @@ class TruncatedParabola(UnivariateFamily):
     scalar, an array input an array of the broadcast shape.
 
     Raises:
-        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+        TypeError: non-real parameters.
+        ValueError: NaN, inf or out-of-range scale.
 
-    Example:
+    Examples:
         >>> d = TruncatedParabola(0.0, 1.0)
         >>> low, high = d.support()  # +-(3 sigma^2 / 2)^(1/3)
         >>> print(round(float(high), 6), round(float(d.pdf(0.0)), 6))
@@ -158,9 +161,10 @@ class Triangular(UnivariateFamily):
     scalar, an array input an array of the broadcast shape.
 
     Raises:
-        TypeError: non-real parameters. ValueError: NaN, inf or out-of-range scale.
+        TypeError: non-real parameters.
+        ValueError: NaN, inf or out-of-range scale.
 
-    Example:
+    Examples:
         >>> d = Triangular(0.0, 1.0)
         >>> print(*d.support(), d.pdf(0.0))
         -1.0 1.0 1.0
@@ -181,9 +185,9 @@ class TruncatedParaboloid(MultivariateFamily):
 
     Raises:
         TypeError, ValueError: non-real or mis-shaped parameters, a Sigma that is not
-        symmetric positive definite.
+            symmetric positive definite.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> d = TruncatedParaboloid([0.0, 0.0], np.eye(2))
         >>> print(round(float(d.support()), 6), round(float(d.pdf([0.0, 0.0])), 6))
@@ -221,7 +225,7 @@ class BetaGaussian(UnivariateFamily):
     Raises:
         TypeError, ValueError: non-real parameters, alpha <= 1, a bad scale.
 
-    Example:
+    Examples:
         >>> d = BetaGaussian(2.0, 0.0, 1.0)
         >>> print(round(float(d.pdf(0.0)), 6))
         0.655185
@@ -260,7 +264,7 @@ class BetaGaussian(UnivariateFamily):
 class MultivariateBetaGaussian(MultivariateFamily, BetaGaussian):
     """N-D beta-Gaussian; built by ``BetaGaussian(alpha, loc, Sigma)`` with scalar alpha.
 
-    Example:
+    Examples:
         >>> import numpy as np
         >>> d = BetaGaussian(2.0, [0.0, 0.0], np.eye(2))  # alpha = 2: the truncated paraboloid
         >>> print(type(d).__name__, round(float(d.support()), 6))
@@ -330,10 +334,11 @@ class LocationScale(UnivariateFamily):
         scale: sigma > 0.
 
     Raises:
-        TypeError: a g that is not a string, non-real parameters. ValueError: a g that
-        does not parse or is not convex and C^1, NaN or a bad scale.
+        TypeError: a g that is not a string, non-real parameters.
+        ValueError: a g that
+            does not parse or is not convex and C^1, NaN or a bad scale.
 
-    Example:
+    Examples:
         >>> d = LocationScale("t**2/2", 0.0, 1.0)  # g' = t: the triangular density
         >>> print(*d.support(), d.pdf(0.0))
         -1.0 1.0 1.0

@@ -28,13 +28,47 @@ from torch import nn
 from torch_bridge import GaussianRBF, continuous_attention, kernel_attention, ridge_value_function
 from tsallis.core.kernel import kernel_matrix
 
+__all__ = [
+    "MODELS",
+    "Report",
+    "RunResult",
+    "Settings",
+    "TwoHeadClassifier",
+    "head_densities",
+    "main",
+    "make_dataset",
+    "plot_densities",
+    "run",
+    "train_one",
+]
+
 LENGTH = 95
 MODELS = ("continuous softmax", "continuous sparsemax", "kernel softmax", "kernel sparsemax")
 
 
 @dataclass(frozen=True)
 class Settings:
-    """Experiment sizes; the defaults are the ones the README reports."""
+    """Experiment sizes; the defaults are the ones the README reports.
+
+    Attributes:
+        series: series per seed (each seed draws its own data set).
+        test_fraction: the held-out share (the last series).
+        seeds: independent repetitions (data, split and initialisation).
+        epochs: passes over the training series.
+        batch: series per Adam step.
+        learning_rate: Adam's step size.
+        hidden: the encoder MLP's width.
+        basis_size: Gaussian RBFs of the value function, evenly spaced on [0, 1].
+        basis_width: their width.
+        ridge_penalty: the value function's ridge penalty (Martins 2020 eq 16).
+        inducing: the kernel heads' inducing points, evenly spaced on [0, 1].
+        bandwidth: the kernel heads' Gaussian kernel width.
+        models: which of ``MODELS`` to train.
+
+    Examples:
+        >>> Settings(series=100, seeds=1).epochs
+        12
+    """
 
     series: int = 10_000
     test_fraction: float = 0.2
@@ -76,7 +110,20 @@ def _quarter_integrals() -> np.ndarray:
 
 
 def make_dataset(series: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(X (series, 95), labels (series,), warp rates l (series,)), seeded."""
+    """(X (series, 95), labels (series,), warp rates l (series,)), seeded.
+
+    Args:
+        series: how many series.
+        seed: NumPy generator seed (the same seed gives the same data).
+
+    Returns:
+        X float64 (series, 95); labels int64 in {0, 1}; l float64 in [0, 20).
+
+    Examples:
+        >>> x, y, rate = make_dataset(100, 0)
+        >>> x.shape, y.dtype, bool(((0 <= rate) & (rate < 20)).all())
+        ((100, 95), dtype('int64'), True)
+    """
     rng = np.random.default_rng(seed)
     rate = rng.uniform(0.0, 20.0, series)
     z = rng.uniform(-4.0, 4.0, (series, 4))
@@ -95,7 +142,21 @@ def make_dataset(series: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 class TwoHeadClassifier(nn.Module):
-    """Encoder -> two attention densities -> logits <p_h, V> (Moreno 2022 sec 6.1)."""
+    """Encoder -> two attention densities -> logits <p_h, V> (Moreno 2022 sec 6.1).
+
+    Args:
+        model: one of ``MODELS`` (continuous or kernel; softmax or sparsemax).
+        settings: the sizes.
+
+    Raises:
+        ValueError: an unknown model name.
+
+    Examples:
+        >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4)
+        >>> net = TwoHeadClassifier("kernel sparsemax", tiny)
+        >>> net(torch.zeros(3, LENGTH)).shape
+        torch.Size([3, 2])
+    """
 
     def __init__(self, model: str, settings: Settings) -> None:
         super().__init__()
@@ -125,7 +186,20 @@ class TwoHeadClassifier(nn.Module):
         self.logit_bias = nn.Parameter(torch.zeros(2))
 
     def head_parameters(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Kernel: (gamma (B, 2, I),); continuous: (loc (B, 2), scale (B, 2))."""
+        """Kernel: (gamma (B, 2, I),); continuous: (loc (B, 2), scale (B, 2)).
+
+        Args:
+            x: series, float32 (B, 95).
+
+        Returns:
+            The two heads' density parameters, as above.
+
+        Examples:
+            >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4)
+            >>> net = TwoHeadClassifier("continuous softmax", tiny)
+            >>> [p.shape for p in net.head_parameters(torch.zeros(3, LENGTH))]
+            [torch.Size([3, 2]), torch.Size([3, 2])]
+        """
         out = self.encoder(x).reshape(x.shape[0], 2, -1)
         if self.kernel and self.alpha > 1:
             # Alg 1's f~ can sit below -1/(alpha-1) everywhere (no mass: the op raises).
@@ -139,7 +213,20 @@ class TwoHeadClassifier(nn.Module):
         return loc, scale
 
     def rho(self, x: torch.Tensor) -> torch.Tensor:
-        """E_{p_h}[psi] (B, 2, N)."""
+        """E_{p_h}[psi] (B, 2, N): each head's expectation of the N basis functions.
+
+        Args:
+            x: series, float32 (B, 95).
+
+        Returns:
+            float32 (B, 2, basis_size).
+
+        Examples:
+            >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4)
+            >>> net = TwoHeadClassifier("continuous softmax", tiny)
+            >>> net.rho(torch.zeros(3, LENGTH)).shape
+            torch.Size([3, 2, 8])
+        """
         params = self.head_parameters(x)
         if self.kernel:
             s = self.settings
@@ -149,6 +236,7 @@ class TwoHeadClassifier(nn.Module):
         return continuous_attention(*params, self.basis, self.alpha, validate=False)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The two class logits, scale * <p_h, V> + bias, (B, 2), for series x (B, 95)."""
         g = ridge_value_function(self.positions, self.basis, self.settings.ridge_penalty)
         values = x @ g  # B = H G, (B, N)
         context = (self.rho(x) * values[:, None, :]).sum(-1)  # <p_h, V>, (B, 2)
@@ -166,6 +254,19 @@ def _t_half_width(values: np.ndarray) -> float:
 
 @dataclass
 class RunResult:
+    """One trained model.
+
+    Attributes:
+        model: one of ``MODELS``.
+        seed: the seed of its data and initialisation.
+        accuracy: test accuracy in [0, 1].
+        seconds: training time.
+
+    Examples:
+        >>> RunResult("kernel softmax", 0, 0.95, 12.0).accuracy
+        0.95
+    """
+
     model: str
     seed: int
     accuracy: float
@@ -174,18 +275,42 @@ class RunResult:
 
 @dataclass
 class Report:
+    """Every run of an experiment and its wall time; ``table`` formats it.
+
+    Attributes:
+        settings: the sizes used.
+        runs: one ``RunResult`` per (seed, model).
+        seconds: the wall time of ``run``.
+
+    Examples:
+        >>> runs = [RunResult("kernel softmax", seed, 0.9, 1.0) for seed in (0, 1)]
+        >>> report = Report(Settings(seeds=2), runs)
+        >>> report.accuracies("kernel softmax")
+        array([0.9, 0.9])
+    """
+
     settings: Settings
     runs: list[RunResult] = field(default_factory=list)
     seconds: float = 0.0
 
     def accuracies(self, model: str) -> np.ndarray:
+        """The test accuracies of ``model`` in [0, 1], one per seed (empty if not run)."""
         return np.array([r.accuracy for r in self.runs if r.model == model])
 
     def table(self) -> str:
         """Markdown table: mean, 95% t-interval of the mean, mean +-1.96 sd (Moreno 2022
         Table 1). Accuracies lie in [0, 100], so both intervals are clipped to it (a
         symmetric interval near 100 % would otherwise reach past it), and the header says
-        so."""
+        so. Then kernel minus continuous accuracy, paired by seed, where both ran.
+
+        Returns:
+            The table, as Markdown lines joined by newlines.
+
+        Examples:
+            >>> runs = [RunResult("kernel softmax", s, a, 1.0) for s, a in ((0, 0.99), (1, 1.0))]
+            >>> print(Report(Settings(seeds=2), runs).table().splitlines()[4])
+            | kernel softmax | 99.50 | 93.15 to 100.00 | 98.11 to 100.00 | 99.00-100.00 | 1.0 |
+        """
         s = self.settings
         lines = [
             f"time warping: {s.series} series ({1 - s.test_fraction:.0%} train), "
@@ -261,7 +386,28 @@ def train_one(
     settings: Settings,
     progress: _Progress | None = None,
 ) -> tuple[TwoHeadClassifier, float]:
-    """Train on the first (1 - test_fraction) of ``data``; return (model, test accuracy)."""
+    """Train on the first (1 - test_fraction) of ``data``; return (model, test accuracy).
+
+    Args:
+        model_name: one of ``MODELS``.
+        seed: seeds the initialisation and the batch order.
+        data: (X (series, 95), labels (series,)) from ``make_dataset``.
+        settings: the sizes.
+        progress: a progress bar to advance once per epoch, or None.
+
+    Returns:
+        (the trained model in eval mode, accuracy on the held-out series in [0, 1]).
+
+    Raises:
+        ValueError: an unknown model name.
+
+    Examples:
+        >>> x, y, _ = make_dataset(100, 0)
+        >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4)
+        >>> net, accuracy = train_one("kernel sparsemax", 0, (x, y), tiny)
+        >>> 0 <= accuracy <= 1, net.training
+        (True, False)
+    """
     x_all = torch.as_tensor(data[0], dtype=torch.float32)
     y_all = torch.as_tensor(data[1])
     n_test = round(settings.test_fraction * len(y_all))
@@ -295,7 +441,23 @@ def run(
     figure: str | None = None,
     stream: object = sys.stderr,
 ) -> Report:
-    """Train every model on every seed; optionally save the learned densities figure."""
+    """Train every model on every seed; optionally save the learned densities figure.
+
+    Args:
+        settings: the sizes (the defaults take about 3 minutes on 2 CPU cores).
+        figure: a path for ``plot_densities``' figure, or None.
+        stream: where the progress bar goes (quiet unless a terminal).
+
+    Returns:
+        The ``Report``.
+
+    Examples:
+        >>> import io
+        >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4,
+        ...                 models=("continuous softmax",))
+        >>> [(r.model, r.seed) for r in run(tiny, stream=io.StringIO()).runs]
+        [('continuous softmax', 0)]
+    """
     report = Report(settings)
     progress = _Progress(len(settings.models) * settings.seeds * settings.epochs, stream)
     start = time.perf_counter()
@@ -314,7 +476,23 @@ def run(
 
 
 def head_densities(model: TwoHeadClassifier, x: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """The two learned attention densities of one series on ``grid``, (2, len(grid))."""
+    """The two learned attention densities of one series on ``grid``, (2, len(grid)).
+
+    Args:
+        model: a trained (or fresh) ``TwoHeadClassifier``.
+        x: one series, (95,).
+        grid: points of [0, 1].
+
+    Returns:
+        float64 (2, len(grid)): each head's density, from the NumPy families
+        (``tsallis.distributions`` or ``tsallis.kernels.KernelFamily``).
+
+    Examples:
+        >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4)
+        >>> net = TwoHeadClassifier("continuous sparsemax", tiny)
+        >>> head_densities(net, np.zeros(LENGTH), np.linspace(0, 1, 5)).shape
+        (2, 5)
+    """
     from tsallis.distributions import Gaussian, TruncatedParabola
     from tsallis.kernels import KernelFamily
 
@@ -340,7 +518,28 @@ def head_densities(model: TwoHeadClassifier, x: np.ndarray, grid: np.ndarray) ->
 def plot_densities(
     models: dict[str, TwoHeadClassifier], settings: Settings, path: str, count: int = 3
 ) -> None:
-    """Learned head densities over a few held-out series, one column per model."""
+    """Learned head densities over a few held-out series, one column per model.
+
+    The series are the last ``count`` of the last seed's data set (held out).
+
+    Args:
+        models: name -> trained model (``run`` keeps the last seed's).
+        settings: the sizes the models were trained with.
+        path: the image file to write.
+        count: series per column.
+
+    Raises:
+        ModuleNotFoundError: matplotlib is not installed.
+
+    Examples:
+        >>> import os, tempfile
+        >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4)
+        >>> path = os.path.join(tempfile.mkdtemp(), "densities.png")
+        >>> nets = {"kernel softmax": TwoHeadClassifier("kernel softmax", tiny)}
+        >>> plot_densities(nets, tiny, path)
+        >>> os.path.getsize(path) > 0
+        True
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -390,7 +589,23 @@ def plot_densities(
 
 
 def main(settings: Settings, figure: str | None) -> int:
-    """Entry for ``tsallis experiment time-warping``: print the accuracy table."""
+    """``tsallis experiment time-warping``: train, print the accuracy table (and figure).
+
+    Args:
+        settings: the sizes.
+        figure: a path for the learned densities figure, or None.
+
+    Returns:
+        0.
+
+    Examples:
+        >>> tiny = Settings(series=100, seeds=1, epochs=1, hidden=8, basis_size=8, inducing=4,
+        ...                 models=("kernel softmax",))
+        >>> main(tiny, None)  # doctest: +ELLIPSIS
+        time warping: 100 series (80% train), 1 seeds, 1 epochs; test accuracy (%)
+        ...
+        0
+    """
     report = run(settings, figure=figure)
     print(report.table())
     if figure is not None:
