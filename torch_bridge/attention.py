@@ -46,7 +46,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 
 from torch_bridge._compile import branch_for, dense_for, device_branch, prepare_tables
-from torch_bridge.attention_2d import attention_2d
+from torch_bridge.attention_2d import _attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
 from tsallis.core import window
 from tsallis.core.tuning import FLOAT32, FLOAT64, HOST_ELEMENTS, ROW_CHUNK, Accuracy, closed_k
@@ -424,7 +424,7 @@ def continuous_attention(
     scale_t = _as_tensor("scale", scale, loc)
     if basis is not None and isinstance(basis, GaussianRBF) and basis.dim == 2:
         _check_basis(basis, loc, 2)
-        return attention_2d(loc, scale_t, basis, alpha_f, _validating(validate), angles)
+        return _attention_2d(loc, scale_t, basis, alpha_f, _validating(validate), angles)
     _check_basis(basis, loc, 1)
     return _attention_1d(loc, scale_t, basis, alpha_f, validate)
 

@@ -189,7 +189,7 @@ class _Sparsemax2D(torch.autograd.Function):
         )
 
 
-def attention_2d(
+def _attention_2d(
     loc: torch.Tensor,
     scale: torch.Tensor,
     basis: torch.nn.Module,

@@ -19,5 +19,6 @@
 - ``validation``: argument checks with ValueError/TypeError naming the argument.
 
 The core imports neither face nor the tools (CLI, verify, figures); the
-contracts in pyproject.toml ([tool.importlinter]) enforce it.
+contracts in pyproject.toml ([tool.importlinter]) enforce it. It is an internal
+layer, not a stable API: import the faces instead.
 """

@@ -126,9 +126,15 @@ class _Buffers:
 
     def __init__(self, z: Array, top: Array, alpha: float | Array) -> None:
         xp, lib = _xs.namespace(z), _xs.native(z)
-        self.shifted = z - top
-        if isinstance(alpha, float) and alpha not in (1.0, 2.0):
-            lib.multiply(self.shifted, 0.5 if alpha == 1.5 else alpha - 1, out=self.shifted)
+        if isinstance(alpha, float) and alpha == 1.5 and is_torch_array(z):
+            # z/2 - max/2 in one pass (halving is exact, so one rounding as in (z - max)/2)
+            self.shifted = lib.add(top * -0.5, z, alpha=0.5)
+        else:
+            self.shifted = z - top
+        if isinstance(alpha, float) and alpha not in (1.0, 1.5, 2.0):
+            lib.multiply(self.shifted, alpha - 1, out=self.shifted)
+        elif isinstance(alpha, float) and alpha == 1.5 and not is_torch_array(z):
+            lib.multiply(self.shifted, 0.5, out=self.shifted)
         self.x, self.p, self.s = (xp.empty_like(z) for _ in range(3))
 
 

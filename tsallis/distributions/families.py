@@ -72,6 +72,10 @@ class Gaussian(UnivariateFamily):
 class MultivariateGaussian(MultivariateFamily, Gaussian):
     """N-D Gaussian N(loc, Sigma); built by ``Gaussian(loc, Sigma)``.
 
+    Args:
+        loc: the mean, real (N,).
+        scale: Sigma, (N, N) symmetric positive definite.
+
     Examples:
         >>> import numpy as np
         >>> d = Gaussian([0.0, 0.0], np.eye(2))  # builds a MultivariateGaussian
@@ -263,6 +267,11 @@ class BetaGaussian(UnivariateFamily):
 
 class MultivariateBetaGaussian(MultivariateFamily, BetaGaussian):
     """N-D beta-Gaussian; built by ``BetaGaussian(alpha, loc, Sigma)`` with scalar alpha.
+
+    Args:
+        alpha: a real > 1 (2: the truncated paraboloid).
+        loc: the mode, real (N,).
+        scale: Sigma, (N, N) symmetric positive definite.
 
     Examples:
         >>> import numpy as np
