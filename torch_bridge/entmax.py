@@ -20,8 +20,9 @@ Conventions (those of the ``entmax`` package, extended):
   float32 arithmetic was up to 2e-2 off at alpha = 5), with the threshold refined as
   a double-double; the result has x's dtype.
 - Eager mode reads the host once per Newton step (3-10 steps) to stop when every row
-  has converged, on CUDA too; under torch.compile the iteration takes a fixed 64 steps
-  (no host read).
+  has converged, on CUDA too; under torch.compile the iteration is a device-side
+  ``while_loop`` (at most 64 steps; a fixed 64 where torch lacks it) that stops the same
+  way, and above alpha = 2 the refinement takes a fixed 16 steps.
 """
 
 from __future__ import annotations
@@ -39,6 +40,11 @@ from tsallis.core._generated import deformed as _deformed
 __all__ = ["Entmax", "Sparsemax", "entmax", "entmax_loss", "sparsemax", "sparsemax_loss"]
 
 _HALF = (torch.float16, torch.bfloat16)
+
+try:  # a device-side loop for torch.compile (torch >= 2.4); else fixed steps
+    from torch._higher_order_ops import while_loop as _WHILE_LOOP
+except ImportError:  # pragma: no cover (older torch)
+    _WHILE_LOOP = None
 _REDUCTIONS = ("mean", "sum", "none")
 
 
@@ -116,9 +122,9 @@ def _forward(
         top = top.masked_fill(empty, 0.0)
     # Eager mode stops the Newton loop once every row has converged: one host read per
     # step (3-10 steps), also on CUDA, where 64 fixed steps would launch about 3000
-    # small kernels. Under torch.compile the loop takes 64 steps and reads nothing.
+    # small kernels. Under torch.compile the loop is a while_loop on the device.
     on_host = not compiling
-    p, s = _core.entmax_map(z, a, None if on_host else 64, on_host, top=top)
+    p, s = _core.entmax_map(z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP)
     if has_empty:
         p = p.masked_fill(empty, 0.0)
         s = None if s is None else s.masked_fill(empty, 0.0)
@@ -131,6 +137,11 @@ class _EntmaxFunction(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, alpha_tensor, dim, alpha, mask):  # noqa: ANN001, ANN205
         p, s = _forward(x, dim, alpha if alpha_tensor is None else alpha_tensor, mask)
+        if s is not None and torch.compiler.is_compiling():
+            # Dynamo refuses a saved tensor that aliases another inside the traced
+            # Function ("an intermediate tensor ... aliases an input or output"): s can
+            # be a view of the loop's work buffers. Eager mode saves it as it is.
+            s = s.clone()
         ctx.save_for_backward(p, s, alpha_tensor)
         ctx.dim, ctx.alpha = dim, alpha
         return p

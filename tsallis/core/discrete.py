@@ -233,6 +233,7 @@ def entmax_newton(
     on_host: bool = True,
     slopes: bool = False,
     top: Array | None = None,
+    loop: Callable | None = None,
 ) -> Array | tuple[Array, Array | None]:
     """alpha-entmax over the last axis for any alpha > 0, exact to the dtype.
 
@@ -251,7 +252,9 @@ def entmax_newton(
     ``top``: z's row maxima (..., 1), when the caller has them (one pass less).
     ``on_host`` lets the loop stop once every row has converged (one host read per
     step); otherwise it takes ``steps`` (default 64) steps, a fixed graph for
-    torch.compile. ``slopes``: also return s = p^(2-alpha) (alpha = 2: the support
+    torch.compile, or, given ``loop`` (a ``while_loop(cond, body, carried)`` such as
+    Torch's, supplied by the Torch face), at most that many, stopping on the device
+    once every row has converged. ``slopes``: also return s = p^(2-alpha) (alpha = 2: the support
     indicator), which the backward needs (entmax_alpha_gradient), without a power.
     Callers pass float64 for alpha > 2: there dp/dz = p^(2-alpha) is unbounded at the support edge,
     and float32 arithmetic was 2e-5 (alpha = 3) to 2e-2 (alpha = 5) off; the loop stops
@@ -293,8 +296,11 @@ def entmax_newton(
     # five evaluations at alpha = 1.3 and 1.5 (t is one more pass; above 3/2 it is
     # unbounded at the support edge, so Newton alone)
     halley = isinstance(alpha, float) and alpha != 1.0 and alpha <= 1.5
-    for step in range(64 if steps is None else steps):
-        bend = halley and step < T.HALLEY_STEPS
+
+    def advance(
+        c: Array, lo: Array, hi: Array, work: _Buffers, bend: bool
+    ) -> tuple[Array, Array, Array, Array, Array]:
+        """One step from c: (the next c, the bracket, which rows are done, sum p at c)."""
         total, slope, bent = (
             None if v is None else to_book(v) for v in _mass(to_work(c), alpha_work, work, bend)
         )
@@ -342,10 +348,38 @@ def entmax_newton(
         else:
             stalled = (xp.abs(new - c) <= tolerance) | ((g >= 0) & (new <= c))
             done = settled | (stalled if rising is True else rising & stalled)
-        if on_host and bool(xp.all(done)):
-            at_c = True
-            break
-        c = xp.where(done, c, new)
+        return xp.where(done, c, new), lo, hi, done, total
+
+    limit = 64 if steps is None else steps
+    if loop is not None and not on_host:
+        # torch.compile: the Halley steps unrolled, then a while loop on the device that
+        # stops once every row is done (64 unrolled steps made Inductor emit 1.7 MB of
+        # C++ for a per-row alpha, on which GCC 12 failed with an internal error)
+        for _ in range(T.HALLEY_STEPS if halley else 0):
+            c, lo, hi, _, _ = advance(c, lo, hi, work, True)
+        done = xp.zeros(c.shape, dtype=xp.bool, device=_device(c))
+        count = xp.zeros((), dtype=xp.int64, device=_device(c))
+
+        def more(count: Array, c: Array, lo: Array, hi: Array, done: Array) -> Array:
+            return (count < limit) & ~xp.all(done)
+
+        def step(count: Array, c: Array, lo: Array, hi: Array, done: Array) -> tuple:
+            c, lo, hi, done, _ = advance(c, lo, hi, _Buffers(z, top, alpha_work), False)
+            return count + 1, c, lo, hi, done
+
+        _, c, lo, hi, _ = loop(more, step, (count, c, lo + 0, hi + 0, done))
+        # a fresh work object: Dynamo lost the attribute changes that _mass makes (work.s
+        # = p at alpha = 1 and for an alpha array) to the one made before the loop, and s
+        # came out as the uninitialized buffer (NaN gradients)
+        work = _Buffers(z, top, alpha_work)
+    else:
+        for index in range(limit):
+            bend = halley and index < T.HALLEY_STEPS
+            new, lo, hi, done, total = advance(c, lo, hi, work, bend)
+            if on_host and bool(xp.all(done)):
+                at_c = True
+                break
+            c = new
     above = _above_two(alpha)  # None, or which rows (a Python bool for a float alpha)
     if above is True:  # the refined map replaces the loop's
         p, s = _refined_above_two(
@@ -475,6 +509,7 @@ def entmax_map(
     steps: int | None = None,
     on_host: bool = True,
     top: Array | None = None,
+    loop: Callable | None = None,
 ) -> tuple[Array, Array | None]:
     """alpha-entmax over the last axis and s = p^(2-alpha) for the backward (or None).
 
@@ -488,7 +523,7 @@ def entmax_map(
     short = elements <= T.SORT_ELEMENTS and not _xs._torch_compiling(z)  # (a graph break)
     if isinstance(alpha, float) and alpha in (1.5, 2.0) and short:
         return (sparsemax_sorted(z) if alpha == 2.0 else entmax15_sorted(z)), None
-    return entmax_newton(z, alpha, steps, on_host, slopes=True, top=top)
+    return entmax_newton(z, alpha, steps, on_host, slopes=True, top=top, loop=loop)
 
 
 def entmax_alpha_gradient(
