@@ -3,7 +3,8 @@
 The site's pages name what they document (``::: module`` or ``::: object`` lines);
 each public function and class there needs an ``Examples:`` section with a doctest
 (run by ``--doctest-modules``), ``Args:`` when it takes arguments and ``Returns:`` when
-it returns something; a class needs ``Args:`` or ``Attributes:`` for its constructor.
+it returns something; a class needs ``Args:`` or ``Attributes:`` for its constructor,
+and each of its own public methods and properties an ``Examples:`` doctest.
 """
 
 from __future__ import annotations
@@ -89,6 +90,31 @@ def test_public_docstrings_are_complete(dotted):
     assert members, dotted
     problems = [p for name, obj in members for p in _problems(name, obj)]
     assert not problems, "\n".join(problems)
+
+
+def _methods(cls: type) -> list[tuple[str, object]]:
+    """A class's own public methods and properties (inherited ones are the base's)."""
+    found = []
+    for name, member in vars(cls).items():
+        target = getattr(member, "fget", None) or getattr(member, "__func__", member)
+        if not name.startswith("_") and inspect.isfunction(target):
+            found.append((f"{cls.__qualname__}.{name}", target))
+    return found
+
+
+@pytest.mark.parametrize("dotted", DOCUMENTED + EXPORTED)
+def test_public_methods_have_examples(dotted):
+    """Every public method and property of those classes has an Examples: doctest."""
+    if dotted.startswith(("torch_bridge", "tsallis.experiments")):
+        pytest.importorskip("torch")
+    classes = [obj for _, obj in _public(_resolve(dotted)) if inspect.isclass(obj)]
+    bare = [
+        name
+        for cls in classes
+        for name, method in _methods(cls)
+        if "Examples:" not in (inspect.getdoc(method) or "") or ">>>" not in inspect.getdoc(method)
+    ]
+    assert not bare, bare
 
 
 def test_the_check_can_fail():

@@ -521,6 +521,26 @@ class ContinuousAttention(nn.Module):
         self.validate = validate
 
     def forward(self, loc: torch.Tensor, scale: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """The context B rho (..., D_v).
+
+        Args:
+            loc: as for ``continuous_attention``.
+            scale: as for ``continuous_attention``.
+            values: B, (..., D_v, N).
+
+        Returns:
+            (..., D_v), in the inputs' dtype.
+
+        Raises:
+            ValueError: values whose last axis is not N, or as for ``continuous_attention``.
+
+        Examples:
+            >>> import torch
+            >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+            >>> layer = ContinuousAttention(basis, alpha=2.0)
+            >>> layer.forward(torch.tensor([0.5]), torch.tensor([0.1]), torch.ones(1, 2, 4)).shape
+            torch.Size([1, 2])
+        """
         rho = continuous_attention(loc, scale, self.basis, self.alpha, validate=self.validate)
         if values.shape[-1] != rho.shape[-1]:
             raise ValueError(
@@ -529,4 +549,12 @@ class ContinuousAttention(nn.Module):
         return (values @ rho[..., None])[..., 0]
 
     def extra_repr(self) -> str:
+        """The settings printed in the module's repr.
+
+        Examples:
+            >>> import torch
+            >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+            >>> ContinuousAttention(basis).extra_repr()
+            'alpha=2.0, N=4, D=1'
+        """
         return f"alpha={self.alpha}, N={self.basis.size}, D={self.basis.dim}"

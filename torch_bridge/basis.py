@@ -73,16 +73,41 @@ class GaussianRBF(nn.Module):
 
     @property
     def dim(self) -> int:
-        """D: 1 or 2."""
+        """D: 1 or 2.
+
+        Examples:
+            >>> import torch
+            >>> GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2)).dim
+            1
+        """
         return 1 if self.mu.dim() == 1 else 2
 
     @property
     def size(self) -> int:
-        """N, the number of basis functions."""
+        """N, the number of basis functions.
+
+        Examples:
+            >>> import torch
+            >>> GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2)).size
+            4
+        """
         return self.mu.shape[0]
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:
-        """psi(t): 1D t (...,) -> (..., N); 2D t (..., 2) -> (..., N)."""
+        """psi(t): 1D t (...,) -> (..., N); 2D t (..., 2) -> (..., N).
+
+        Args:
+            t: points, floating, of mu's dtype.
+
+        Returns:
+            The N basis functions at each point.
+
+        Examples:
+            >>> import torch
+            >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+            >>> basis(torch.tensor([0.5, 0.1])).shape
+            torch.Size([2, 4])
+        """
         if self.dim == 1:
             return gaussian.pdf(t[..., None], self.mu, self.sigma)
         low = torch.linalg.cholesky(self.sigma)

@@ -303,9 +303,29 @@ class EvSoftmax(nn.Module):
         self.eps = real_at_least("eps", eps, 0.0)
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``ev_softmax`` along ``self.dim``, eps = ``self.eps`` in training mode, else 0.
+
+        Args:
+            x: scores, as for ``ev_softmax``.
+            mask: None or bool, broadcastable to x.
+
+        Returns:
+            Probabilities of x's shape.
+
+        Examples:
+            >>> import torch
+            >>> EvSoftmax().eval().forward(torch.tensor([0.0, 0.0]))
+            tensor([0.5000, 0.5000])
+        """
         return ev_softmax(x, self.dim, mask, self.eps if self.training else 0.0)
 
     def extra_repr(self) -> str:
+        """The settings printed in the module's repr.
+
+        Examples:
+            >>> EvSoftmax(eps=0.5)
+            EvSoftmax(dim=-1, eps=0.5)
+        """
         return f"dim={self.dim}, eps={self.eps}"
 
 
@@ -326,4 +346,18 @@ class LogEvSoftmax(EvSoftmax):
     """
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``log_ev_softmax`` along ``self.dim``, eps = ``self.eps`` in training mode, else 0.
+
+        Args:
+            x: scores, as for ``log_ev_softmax``.
+            mask: None or bool, broadcastable to x.
+
+        Returns:
+            Log-probabilities of x's shape.
+
+        Examples:
+            >>> import torch
+            >>> LogEvSoftmax().eval().forward(torch.tensor([0.0, 0.0]))
+            tensor([-0.6931, -0.6931])
+        """
         return log_ev_softmax(x, self.dim, mask, self.eps if self.training else 0.0)

@@ -349,9 +349,29 @@ class Entmax(nn.Module):
         self.dim = dim
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``entmax(x, self.alpha, self.dim, mask)``.
+
+        Args:
+            x: scores, as for ``entmax``.
+            mask: None or bool, broadcastable to x.
+
+        Returns:
+            Probabilities of x's shape and dtype.
+
+        Examples:
+            >>> import torch
+            >>> Entmax(alpha=1.5).forward(torch.tensor([0.0, 0.0]))
+            tensor([0.5000, 0.5000])
+        """
         return entmax(x, self.alpha, self.dim, mask)
 
     def extra_repr(self) -> str:
+        """The settings printed in the module's repr.
+
+        Examples:
+            >>> Entmax(alpha=1.5)
+            Entmax(alpha=1.5, dim=-1)
+        """
         alpha = self.alpha if isinstance(self.alpha, float) else "tensor"
         return f"alpha={alpha}, dim={self.dim}"
 
@@ -377,7 +397,27 @@ class Sparsemax(nn.Module):
         self.dim = dim
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``sparsemax(x, self.dim, mask)``.
+
+        Args:
+            x: scores, as for ``sparsemax``.
+            mask: None or bool, broadcastable to x.
+
+        Returns:
+            Probabilities of x's shape and dtype.
+
+        Examples:
+            >>> import torch
+            >>> Sparsemax().forward(torch.tensor([0.0, 3.0]))
+            tensor([0., 1.])
+        """
         return sparsemax(x, self.dim, mask)
 
     def extra_repr(self) -> str:
+        """The settings printed in the module's repr.
+
+        Examples:
+            >>> Sparsemax(dim=0)
+            Sparsemax(dim=0)
+        """
         return f"dim={self.dim}"

@@ -209,6 +209,26 @@ class KernelAttention(nn.Module):
         self.kernel, self.bandwidth, self.base, self.nodes = kernel, bandwidth, base, nodes
 
     def forward(self, gamma: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """The context B r (..., D_v), r = E_p[psi] of the kernel family with weights gamma.
+
+        Args:
+            gamma: kernel weights (..., M), one per inducing point.
+            values: B, (..., D_v, N).
+
+        Returns:
+            (..., D_v).
+
+        Raises:
+            ValueError: values whose last axis is not N, or as for ``kernel_attention``.
+
+        Examples:
+            >>> import torch
+            >>> from torch_bridge import GaussianRBF
+            >>> basis = GaussianRBF(torch.linspace(0, 1, 4), torch.full((4,), 0.2))
+            >>> layer = KernelAttention(torch.tensor([0.2, 0.5, 0.8]), basis, alpha=2.0)
+            >>> layer.forward(torch.tensor([[1.0, -1.0, 0.5]]), torch.ones(1, 2, 4)).shape
+            torch.Size([1, 2])
+        """
         r = kernel_attention(
             gamma,
             self.inducing,

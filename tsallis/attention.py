@@ -121,12 +121,24 @@ class GaussianRBF:
 
     @property
     def dim(self) -> int:
-        """D: 1 for a 1D basis."""
+        """D: 1 for a 1D basis, 2 for a 2D one.
+
+        Examples:
+            >>> import numpy as np
+            >>> GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2)).dim
+            1
+        """
         return 1 if self.mu.ndim == 1 else self.mu.shape[1]
 
     @property
     def size(self) -> int:
-        """N, the number of basis functions."""
+        """N, the number of basis functions.
+
+        Examples:
+            >>> import numpy as np
+            >>> GaussianRBF(np.linspace(0, 1, 4), np.full(4, 0.2)).size
+            4
+        """
         return self.mu.shape[0]
 
     def __call__(self, t: ArrayLike) -> FloatArray:

@@ -153,7 +153,16 @@ class KernelFamily:
 
     @property
     def log_normalizer(self) -> float:
-        """log Z."""
+        """log Z, Z = int exp_{2-alpha}(f~) dQ (cached after the first call).
+
+        Returns:
+            log Z, a float.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> round(family.log_normalizer, 6)
+            -0.158654
+        """
         return self._nodes_and_mass()[2]
 
     def _setup(self, values: int) -> _core.Setup:
@@ -185,12 +194,30 @@ class KernelFamily:
 
     @cached_property
     def support_edges(self) -> FloatArray:
-        """The roots of 1 + (alpha-1) f~ in [a, b], sorted (empty for alpha = 1)."""
+        """The roots of 1 + (alpha-1) f~ in [a, b], sorted (empty for alpha = 1).
+
+        Returns:
+            float64 (E,): the support edges.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> family.support_edges.round(6)
+            array([0.601908, 0.89823 ])
+        """
         return _core.support_edges(self._row, self.inducing, self._setup(1), self._base_edges)
 
     @property
     def support(self) -> list[tuple[float, float]]:
-        """The intervals of [a, b] where 1 + (alpha-1) f~ > 0 (all of it for alpha = 1)."""
+        """The intervals of [a, b] where 1 + (alpha-1) f~ > 0 (all of it for alpha = 1).
+
+        Returns:
+            (lo, hi) pairs of floats, in order; disjoint for a multimodal family.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> [(round(lo, 4), round(hi, 4)) for lo, hi in family.support]
+            [(0.0, 0.6019), (0.8982, 1.0)]
+        """
         cuts = [self.base.a, *[float(e) for e in self.support_edges], self.base.b]
         if self.alpha == 1:
             return [(self.base.a, self.base.b)]
@@ -201,7 +228,19 @@ class KernelFamily:
         ]
 
     def f_tilde(self, t: ArrayLike) -> FloatArray:
-        """sum_i gamma_i k(t, t_i)."""
+        """f~(t) = sum_i gamma_i k(t, t_i).
+
+        Args:
+            t: points, real, any shape.
+
+        Returns:
+            float64, t's shape.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> family.f_tilde([0.25, 0.75]).round(4)
+            array([ 1., -3.])
+        """
         return kernel_sum(t, self.gamma, self.inducing, self.kernel, self.bandwidth)
 
     def _log_unnormalized(self, t: FloatArray) -> FloatArray:
@@ -211,22 +250,74 @@ class KernelFamily:
 
     @property
     def normalizer(self) -> float:
-        """Z = int exp_{2-alpha}(f~) dQ (Q a probability law on [a, b])."""
+        """Z = int exp_{2-alpha}(f~) dQ (Q a probability law on [a, b]).
+
+        Returns:
+            Z, a float.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> round(family.normalizer, 6)
+            0.853291
+        """
         return float(np.exp(self.log_normalizer))
 
     def logpdf(self, t: ArrayLike) -> FloatArray:
-        """log p(t); -inf outside the support and outside [a, b]."""
+        """log p(t); -inf outside the support and outside [a, b].
+
+        Args:
+            t: points, real (+-inf allowed), any shape.
+
+        Returns:
+            float64, t's shape.
+
+        Raises:
+            ValueError: NaN in t.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> family.logpdf([0.25, 0.75]).round(6)
+            array([0.851796,     -inf])
+        """
         t_ = check.as_float("t", t, allow_inf=True)
         inside = (t_ >= self.base.a) & (t_ <= self.base.b)
         safe = np.where(inside, t_, self.base.a)
         return np.where(inside, self._log_unnormalized(safe) - self.log_normalizer, -np.inf)
 
     def pdf(self, t: ArrayLike) -> FloatArray:
-        """p(t)."""
+        """p(t), the density with respect to Lebesgue measure; 0 off the support.
+
+        Args:
+            t: points, real, any shape.
+
+        Returns:
+            float64, t's shape.
+
+        Raises:
+            ValueError: NaN in t.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> family.pdf([0.25, 0.75]).round(6)
+            array([2.343853, 0.      ])
+        """
         return np.exp(self.logpdf(t))
 
     def expect(self, g: Callable[[FloatArray], ArrayLike]) -> NDArray[np.floating]:
-        """E_p[g(T)] for g mapping nodes (n,) to values (..., n)."""
+        """E_p[g(T)] for g mapping nodes (n,) to values (..., n).
+
+        Args:
+            g: a vectorized function of the quadrature nodes.
+
+        Returns:
+            float64 (...,): the expectations.
+
+        Examples:
+            >>> import numpy as np
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> family.expect(lambda t: np.stack([np.ones_like(t), t])).round(6)
+            array([1.      , 0.313116])
+        """
         x, log_mass, _ = self._nodes_and_mass()
         return np.asarray(g(x)) @ np.exp(log_mass)
 
@@ -235,6 +326,21 @@ class KernelFamily:
 
         The panels are no wider than the narrowest sigma_j either (the same
         computation as torch_bridge.kernel_attention for one row).
+
+        Args:
+            mu: the RBF centres, real (N,).
+            sigma: their widths, > 0, (N,).
+
+        Returns:
+            float64 (N,).
+
+        Raises:
+            ValueError: shapes that differ or are not 1D, NaN, inf or sigma <= 0.
+
+        Examples:
+            >>> family = KernelFamily([1.0, -3.0], [0.25, 0.75], alpha=2.0)
+            >>> family.expect_rbf([0.25, 0.75], [0.1, 0.1]).round(6)
+            array([1.988474, 0.067102])
         """
         mu_ = check.as_float("mu", mu)
         sigma_ = check.positive("sigma", sigma)

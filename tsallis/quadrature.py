@@ -80,10 +80,41 @@ class Rule:
     minimum_nodes = 1
 
     def nodes_weights(self, n: int) -> tuple[FloatArray, FloatArray]:
+        """The rule's nodes and weights for a node count n (each subclass defines it).
+
+        Args:
+            n: the node count (at least ``minimum_nodes``; an integer).
+
+        Returns:
+            (nodes, weights), float64 (n,) each (KinkAware: n per piece).
+
+        Raises:
+            ValueError: n too small or not an integer.
+
+        Examples:
+            >>> Trapezoid(0.0, 1.0).nodes_weights(3)
+            (array([0. , 0.5, 1. ]), array([0.25, 0.5 , 0.25]))
+        """
         raise NotImplementedError
 
     def integrate(self, f: Integrand, n: int) -> QuadratureResult:
-        """sum_k w_k f(x_k) over the last axis of f's values."""
+        """sum_k w_k f(x_k) over the last axis of f's values.
+
+        Args:
+            f: a vectorized integrand: nodes (n,) to values (..., n).
+            n: the node count.
+
+        Returns:
+            ``QuadratureResult(value, nodes)``: value of shape (...,).
+
+        Raises:
+            ValueError: a bad n, or values of the wrong shape.
+
+        Examples:
+            >>> import numpy as np
+            >>> Trapezoid(0.0, 1.0).integrate(lambda t: np.stack([t, t**2]), 3)
+            QuadratureResult(value=array([0.5  , 0.375]), nodes=3)
+        """
         nodes, weights = self.nodes_weights(n)
         if nodes.size == 0:
             return QuadratureResult(0.0, 0)
@@ -114,6 +145,12 @@ class Trapezoid(Rule):
         self.a, self.b = _interval(a, b)
 
     def nodes_weights(self, n: int) -> tuple[FloatArray, FloatArray]:
+        """n equally spaced nodes on [a, b] (n >= 2), the end weights halved (see Rule).
+
+        Examples:
+            >>> Trapezoid(0.0, 1.0).nodes_weights(3)[1]
+            array([0.25, 0.5 , 0.25])
+        """
         n = _count(self.name, n, 2)
         nodes = np.linspace(self.a, self.b, n)
         weights = np.full(n, (self.b - self.a) / (n - 1))
@@ -143,6 +180,12 @@ class TrapezoidLine(Rule):
         self.half_width = float(check.positive("half_width", half_width))
 
     def nodes_weights(self, n: int) -> tuple[FloatArray, FloatArray]:
+        """n equally spaced nodes on the truncated line, equal weights (see Rule).
+
+        Examples:
+            >>> TrapezoidLine(0.0, 5.0).nodes_weights(3)
+            (array([-5.,  0.,  5.]), array([5., 5., 5.]))
+        """
         n = _count(self.name, n, 2)
         nodes = np.linspace(self.center - self.half_width, self.center + self.half_width, n)
         return nodes, np.full(n, 2 * self.half_width / (n - 1))
@@ -166,6 +209,12 @@ class GaussLegendre(Rule):
         self.a, self.b = _interval(a, b)
 
     def nodes_weights(self, n: int) -> tuple[FloatArray, FloatArray]:
+        """The n Gauss-Legendre nodes and weights mapped to [a, b] (see Rule).
+
+        Examples:
+            >>> GaussLegendre(0.0, 1.0).nodes_weights(2)[0].round(6)
+            array([0.211325, 0.788675])
+        """
         nodes, weights = legendre_unit(_count(self.name, n, 1))
         half = (self.b - self.a) / 2
         return self.a + half * (nodes + 1), half * weights
@@ -192,6 +241,12 @@ class PeriodicTrapezoid(Rule):
         self.period = float(check.positive("period", period))
 
     def nodes_weights(self, n: int) -> tuple[FloatArray, FloatArray]:
+        """n equally spaced nodes over one period, the end point counted once (see Rule).
+
+        Examples:
+            >>> PeriodicTrapezoid(0.0, 4.0).nodes_weights(4)
+            (array([0., 1., 2., 3.]), array([1., 1., 1., 1.]))
+        """
         n = _count(self.name, n, 1)
         nodes = self.start + self.period * np.arange(n) / n
         return nodes, np.full(n, self.period / n)
@@ -255,7 +310,30 @@ class KinkAware(Rule):
         b: float,
         **options: object,
     ) -> KinkAware:
-        """Pieces of the support of exp_{2-alpha}(f) = [1 + (alpha-1) f]_+^(1/(alpha-1))."""
+        """Pieces of the support of exp_{2-alpha}(f) = [1 + (alpha-1) f]_+^(1/(alpha-1)).
+
+        The edge exponent defaults to 1/(alpha - 1), the density's behaviour at the edges.
+
+        Args:
+            f: the score f, vectorized.
+            alpha: >= 1.
+            a: the interval's start.
+            b: its end.
+            **options: the other KinkAware fields (breakpoints, scan, edge_exponent).
+
+        Returns:
+            The rule for u = 1 + (alpha - 1) f.
+
+        Raises:
+            ValueError: alpha < 1, or as for KinkAware.
+
+        Examples:
+            >>> import numpy as np
+            >>> rule = KinkAware.deformed(lambda t: -8 * (t - 0.5) ** 2, 2.0, 0.0, 1.0)
+            >>> p = lambda t: np.maximum(1 - 8 * (t - 0.5) ** 2, 0)
+            >>> round(float(rule.integrate(p, 4).value), 15)  # 2 (r - 8 r^3 / 3), r = 8^-1/2
+            0.471404520791032
+        """
         alpha_ = float(check.as_float("alpha", alpha))
         if alpha_ < 1:
             raise ValueError(f"alpha must be >= 1, got {alpha_}")
@@ -286,7 +364,16 @@ class KinkAware(Rule):
 
     @property
     def support_edges(self) -> list[float]:
-        """The roots of u found in (a, b): where the support begins or ends."""
+        """The roots of u found in (a, b): where the support begins or ends.
+
+        Returns:
+            Sorted floats.
+
+        Examples:
+            >>> rule = KinkAware.deformed(lambda t: -8 * (t - 0.5) ** 2, 2.0, 0.0, 1.0)
+            >>> [round(edge, 6) for edge in rule.support_edges]
+            [0.146447, 0.853553]
+        """
         return sorted(self._roots)
 
     def _piece(self, lo: float, hi: float, n: int) -> tuple[FloatArray, FloatArray]:
@@ -303,7 +390,24 @@ class KinkAware(Rule):
         """Bisect pieces until the n- and 2n-point estimates of int f agree to rtol of the total.
 
         For integrands that are smooth on each piece but nearly singular (a base
-        u that comes close to 0 without crossing it). Returns the piece count.
+        u that comes close to 0 without crossing it). Replaces ``pieces``.
+
+        Args:
+            f: the integrand, vectorized.
+            n: nodes per piece.
+            rtol: the agreement asked, relative to the whole integral.
+            max_pieces: where bisection stops regardless.
+
+        Returns:
+            The piece count.
+
+        Examples:
+            >>> import numpy as np
+            >>> peak = lambda t: 1 / ((t - 0.5) ** 2 + 1e-6)  # int = 2000 atan(500)
+            >>> rule = KinkAware(lambda t: np.ones_like(t), 0.0, 1.0)
+            >>> pieces = rule.refine(peak, 8)
+            >>> bool(abs(rule.integrate(peak, 8).value / (2000 * np.arctan(500)) - 1) < 1e-13)
+            True
         """
         n = _count(self.name, n, 1)
 
@@ -325,6 +429,14 @@ class KinkAware(Rule):
         return len(self.pieces)
 
     def nodes_weights(self, n: int) -> tuple[FloatArray, FloatArray]:
+        """n Gauss nodes on each piece (Gauss-Jacobi next to a support edge with a
+        non-integer edge exponent), concatenated; empty when u > 0 nowhere (see Rule).
+
+        Examples:
+            >>> rule = KinkAware.deformed(lambda t: -8 * (t - 0.5) ** 2, 2.0, 0.0, 1.0)
+            >>> rule.nodes_weights(3)[0].size
+            3
+        """
         n = _count(self.name, n, 1)
         if not self.pieces:
             return np.empty(0), np.empty(0)

@@ -201,6 +201,19 @@ class TruncatedParaboloid(MultivariateFamily):
     _gen = truncated_paraboloid
 
     def pdf(self, x: ArrayLike) -> FloatArray:
+        """The density at points x (..., N): 0 outside the support ellipsoid.
+
+        Args:
+            x: points, real (..., N).
+
+        Returns:
+            float64 (...,); a NumPy scalar for one point.
+
+        Examples:
+            >>> import numpy as np
+            >>> round(float(TruncatedParaboloid([0.0, 0.0], np.eye(2)).pdf([0.0, 0.0])), 6)
+            0.56419
+        """
         return np.asarray(self._gen.pdf_d2(self.mahalanobis2(x), self.dim, self._logdet))[()]
 
     def _whitened(self, generator: np.random.Generator, shape: tuple[int, ...]) -> FloatArray:
@@ -292,6 +305,19 @@ class MultivariateBetaGaussian(MultivariateFamily, BetaGaussian):
         self._shape = (self.alpha,)
 
     def pdf(self, x: ArrayLike) -> FloatArray:
+        """The density at points x (..., N): 0 outside the support ellipsoid.
+
+        Args:
+            x: points, real (..., N).
+
+        Returns:
+            float64 (...,); a NumPy scalar for one point.
+
+        Examples:
+            >>> import numpy as np
+            >>> round(float(BetaGaussian(1.5, [0.0, 0.0], np.eye(2)).pdf([0.0, 0.0])), 6)
+            0.384835
+        """
         return np.asarray(
             self._gen.pdf_d2(self.mahalanobis2(x), self.alpha, self.dim, self._logdet)
         )[()]
@@ -378,7 +404,21 @@ class LocationScale(UnivariateFamily):
         return (out - np.log(self.scale) if name == "logpdf" else out)[()]
 
     def ppf(self, q: ArrayLike) -> FloatArray:
-        """Quantiles by bisection on the generated tail mass (monotone in the edge distance)."""
+        """Quantiles by bisection on the generated tail mass (monotone in the edge distance).
+
+        Args:
+            q: probabilities in [0, 1], any shape.
+
+        Returns:
+            float64 of q's shape (a NumPy scalar for a scalar q).
+
+        Raises:
+            ValueError: q outside [0, 1] or NaN.
+
+        Examples:
+            >>> LocationScale("t**4/4", 0.0, 1.0).ppf([0.5, 0.9]).round(6)
+            array([0.     , 0.58069])
+        """
         q_ = check.probability("q", q)
         a = float(self._gen.half_width(1.0))
         tail = np.minimum(q_, 1 - q_)
