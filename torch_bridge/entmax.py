@@ -41,7 +41,7 @@ __all__ = ["Entmax", "Sparsemax", "entmax", "entmax_loss", "sparsemax", "sparsem
 
 _HALF = (torch.float16, torch.bfloat16)
 
-try:  # a device-side loop for torch.compile (torch >= 2.4); else fixed steps
+try:  # a device-side loop for torch.compile (a private API; torch 2.13 has it); else fixed steps
     from torch._higher_order_ops import while_loop as _WHILE_LOOP
 except ImportError:  # pragma: no cover (older torch)
     _WHILE_LOOP = None
