@@ -126,15 +126,14 @@ class _Buffers:
 
     def __init__(self, z: Array, top: Array, alpha: float | Array) -> None:
         xp, lib = _xs.namespace(z), _xs.native(z)
-        if isinstance(alpha, float) and alpha == 1.5 and is_torch_array(z):
+        scale = alpha - 1 if isinstance(alpha, float) and alpha not in (1.0, 2.0) else None
+        if scale == 0.5 and is_torch_array(z):
             # z/2 - max/2 in one pass (halving is exact, so one rounding as in (z - max)/2)
             self.shifted = lib.add(top * -0.5, z, alpha=0.5)
         else:
             self.shifted = z - top
-        if isinstance(alpha, float) and alpha not in (1.0, 1.5, 2.0):
-            lib.multiply(self.shifted, alpha - 1, out=self.shifted)
-        elif isinstance(alpha, float) and alpha == 1.5 and not is_torch_array(z):
-            lib.multiply(self.shifted, 0.5, out=self.shifted)
+            if scale is not None:
+                lib.multiply(self.shifted, scale, out=self.shifted)
         self.x, self.p, self.s = (xp.empty_like(z) for _ in range(3))
 
 
@@ -389,21 +388,24 @@ def entmax_newton(
     if not at_c:
         total = to_book(_mass(to_work(c), alpha_work, work)[0])
     p = lib.divide(work.p, to_work(total), out=work.p)
+    s = None
+    if slopes and isinstance(alpha, float) and alpha in (1.0, 2.0):
+        s = work.s  # p itself, or the support indicator
+    elif slopes:
+        s = _renormalized_slopes(work.s, total, alpha, to_work)
     if above is not None and above is not False:  # one alpha per row, some above 2
         fine, fine_s = _refined_above_two(
             z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
         )
         rows = above if xp is not np else _xs.native(z).from_numpy(above)
         p = _xs.namespace(z).where(rows, fine, p)
-        if slopes:  # the loop's s of the other rows (below)
-            s = lib.multiply(work.s, to_work(xp.exp((alpha - 2) * xp.log(total))), out=work.s)
-            return p, _xs.namespace(z).where(rows, fine_s, s)
-    if not slopes:
-        return p
-    if isinstance(alpha, float) and alpha in (1.0, 2.0):  # s = p, or the support indicator
-        return p, work.s
-    # s = p^(2-alpha) of the renormalized p: the last step's s times total^(alpha-2)
-    return p, lib.multiply(work.s, to_work(xp.exp((alpha - 2) * xp.log(total))), out=work.s)
+        s = None if s is None else _xs.namespace(z).where(rows, fine_s, s)
+    return (p, s) if slopes else p
+
+
+def _renormalized_slopes(s: Array, total: Array, alpha: float | Array, to_work: Callable) -> Array:
+    """s = p^(2-alpha) of p / total, from the s of p: s times total^(alpha-2), in place."""
+    return _xs.native(s).multiply(s, to_work(_power(total, alpha - 2)), out=s)
 
 
 def _above_two(alpha: float | Array) -> bool | Array | None:
@@ -486,7 +488,7 @@ def _refined_above_two(
         p, s, total, _ = evaluate(d)
     total = xp.where(total > 0, total, 1.0)
     p = lib.divide(p, to_work(total), out=p)
-    return p, lib.multiply(s, to_work(xp.exp((alpha - 2) * xp.log(total))), out=s)
+    return p, _renormalized_slopes(s, total, alpha, to_work)
 
 
 def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callable]:
