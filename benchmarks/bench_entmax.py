@@ -1,9 +1,14 @@
 """sparsemax / entmax forward + backward against torch.softmax and the entmax package.
 
-    python benchmarks/bench_entmax.py [--quick]
+    python benchmarks/bench_entmax.py [--quick] [--compile]
 
 float32, (1024, 1000) scores, forward + backward of (p * w).sum(), interleaved
 medians in one run; the entmax package rows are skipped when it is not installed.
+Two floors of the same shape, compiled (torch.compile, fullgraph), in the same run:
+F, one elementwise kernel (exp(u) * v), and N, one fused Newton evaluation at alpha
+= 1.3 (log1p and exp2 per entry, the row sums of p and s): the eager op's cost in
+evaluations' worth. --compile adds the ops and softmax under torch.compile(fullgraph=True).
+The compiled kernels are timed in a second interleaved group, after the eager one.
 glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_malloc;
 --raw-malloc leaves it: then every fresh 4 MB temporary is page-faulted, and the
 softmax row alone moved between 0.7 and 3 ms from run to run).
@@ -13,6 +18,7 @@ Then the extra peak memory of one forward + backward at (65536, 1000). Not a tes
 from __future__ import annotations
 
 import argparse
+import math
 import subprocess
 import sys
 
@@ -38,6 +44,42 @@ def fwd_bwd(op, x, w):
     return run
 
 
+def compiled_floors(x: torch.Tensor, w: torch.Tensor) -> dict:
+    """F: one compiled elementwise kernel; N: one fused Newton evaluation at alpha = 1.3."""
+    u, v = x.detach().clone(), w.clone()
+    elementwise = torch.compile(lambda a, b: torch.exp(a) * b, fullgraph=True)
+    shifted = 0.3 * (u - u.amax(-1, keepdim=True))
+    shift = torch.full((u.shape[0], 1), 0.45)
+
+    def evaluation(shifted: torch.Tensor, shift: torch.Tensor):
+        base = torch.log1p((shifted - shift).clamp_min(-1.0))
+        s = torch.exp2(base * (0.7 / (0.3 * math.log(2))))
+        return (s * (1 + shifted - shift)).sum(-1), s.sum(-1)
+
+    newton = torch.compile(evaluation, fullgraph=True)
+    return {"floor F": lambda: elementwise(u, v), "floor N": lambda: newton(shifted, shift)}
+
+
+def compiled_cases(x: torch.Tensor, w: torch.Tensor) -> dict:
+    """Forward + backward of (op(x) * w).sum(), the whole loss compiled."""
+    ops = {
+        "compiled softmax": lambda v: torch.softmax(v, -1),
+        "compiled sparsemax": sparsemax,
+        "compiled entmax 1.5": lambda v: entmax(v, 1.5),
+        "compiled entmax 1.3": lambda v: entmax(v, 1.3),
+    }
+    cases = {}
+    for name, op in ops.items():
+        loss = torch.compile(lambda v, op=op: (op(v) * w).sum(), fullgraph=True)
+
+        def run(loss=loss):
+            x.grad = None
+            loss(x).backward()
+
+        cases[name] = run
+    return cases
+
+
 def peak_mb(alpha: float) -> float:
     code = (
         "import torch, resource\n"
@@ -57,6 +99,9 @@ def peak_mb(alpha: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument(
+        "--compile", action="store_true", help="also time the ops under torch.compile"
+    )
     parser.add_argument(
         "--raw-malloc", action="store_true", help="leave glibc's mmap/trim thresholds alone"
     )
@@ -78,15 +123,26 @@ def main() -> None:
         cases["package entmax_bisect 1.3"] = fwd_bwd(
             lambda v: entmax_package.entmax_bisect(v, 1.3), x, w
         )
-    t = interleaved_medians(cases, 5 if args.quick else 15)
-    soft = t["softmax"]
+    repeat = 5 if args.quick else 15
+    t = interleaved_medians(cases, repeat)
+    # the compiled kernels are timed as a group of their own, after the eager one:
+    # interleaved with them, the eager ops measured 10-15% slower (their OpenMP
+    # threads still spinning, we believe)
+    compiled = compiled_floors(x, w)
+    if args.compile:
+        compiled.update(compiled_cases(x, w))
+    t.update(interleaved_medians(compiled, repeat))
+    soft, floor, newton = t["softmax"], t["floor F"], t["floor N"]
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 (1024, 1000)")
-    print(f"{'what':<28} {'ms':>8} {'x softmax':>10} {'x package':>10}")
+    print(f"{'what':<28} {'ms':>8} {'x softmax':>10} {'x package':>10} {'x F':>7} {'x N':>6}")
     peers = {"sparsemax": "package sparsemax", "entmax 1.5": "package entmax15"}
     peers["entmax 1.3"] = "package entmax_bisect 1.3"
     for name, value in t.items():
         peer = t.get(peers.get(name, ""), float("nan"))
-        print(f"{name:<28} {value * 1e3:8.2f} {value / soft:10.1f} {value / peer:10.2f}")
+        print(
+            f"{name:<28} {value * 1e3:8.2f} {value / soft:10.1f} {value / peer:10.2f}"
+            f" {value / floor:7.1f} {value / newton:6.1f}"
+        )
     if entmax_package is not None:
         with torch.no_grad():
             x64 = x.detach().double()
