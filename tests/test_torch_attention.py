@@ -392,6 +392,29 @@ def test_torch_compile_fullgraph_other_alphas(alpha):
     _compiled_matches_eager(alpha)
 
 
+def test_torch_compile_dynamic_true():
+    """torch.compile(dynamic=True): Dynamo makes the core's module constants (tuning
+    values, node-table constants) symbolic floats, which torch.cond refuses among what
+    its branches capture, and alpha = 1.5, 1.7 and 2 failed to trace; the windows take
+    the branch valid everywhere there (torch_bridge._compile). alpha = 1.5 (the window
+    regimes), two batch sizes, within 1e-12 of eager (float64). aot_eager: the failure
+    was in tracing."""
+    torch._dynamo.reset()
+    basis = GaussianRBF(torch.linspace(0, 1, 8, dtype=F64), torch.full((8,), 0.1, dtype=F64))
+    for alpha in (1.5,):
+        compiled = torch.compile(
+            lambda loc, scale, alpha=alpha: continuous_attention(loc, scale, basis, alpha),
+            fullgraph=True,
+            dynamic=True,
+            backend="aot_eager",
+        )
+        for batch in (16, 5):
+            loc = torch.linspace(-0.2, 1.2, batch, dtype=F64)
+            scale = torch.linspace(0.01, 0.5, batch, dtype=F64)
+            want = continuous_attention(loc, scale, basis, alpha)
+            assert (compiled(loc, scale) - want).abs().max() <= 1e-12, alpha
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 @pytest.mark.parametrize("alpha", [1.0, 2.0, 1.5, 1.7])
 def test_cuda_matches_cpu(alpha):

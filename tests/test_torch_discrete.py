@@ -428,6 +428,34 @@ def test_compile_fullgraph_matches_eager():
     assert torch.all(compiled_ops["log_ev_softmax"](wild)[5] == float("-inf"))
 
 
+def test_compiled_nll_loss_and_dynamic_true():
+    """ev_softmax_nll_loss under torch.compile(fullgraph=True): its target check read the
+    host and the trace failed ("Could not guard on data-dependent expression"); the class
+    values are now checked in eager mode only. And under torch.compile(dynamic=True)
+    (every float Dynamo reads symbolic, which broke the entmax loop and the attention
+    windows) the ops and the loss trace for two batch sizes. float32, within 1e-6 (log:
+    2e-6)."""
+    torch._dynamo.reset()
+    gen = torch.Generator().manual_seed(8)
+    x = torch.randn(6, 12, generator=gen)
+    target = torch.randint(0, 12, (6,), generator=gen)
+    target[2] = -100  # ignore_index
+    loss = torch.compile(lambda v, t: ev_softmax_nll_loss(v, t), fullgraph=True)
+    assert abs(float(loss(x, target) - ev_softmax_nll_loss(x, target))) <= 1e-6
+    with pytest.raises(ValueError, match="target must lie in"):  # eager mode still checks
+        ev_softmax_nll_loss(x, torch.full((6,), 12))
+    ops = {
+        "ev_softmax": (lambda v: ev_softmax(v, eps=0.1), 1e-6),
+        "log_ev_softmax": (lambda v: log_ev_softmax(v, eps=1e-6), 2e-6),
+        "nll": (lambda v: ev_softmax_nll_loss(v, target[: v.shape[0]]), 1e-6),
+    }
+    for name, (op, tol) in ops.items():
+        compiled = torch.compile(op, fullgraph=True, dynamic=True, backend="aot_eager")
+        for rows in (6, 4):
+            v = x[:rows]
+            assert (compiled(v) - op(v)).abs().max() <= tol, name
+
+
 def test_compile_recompiles_for_a_new_eps():
     """One compiled function called with eps = 0.1, 0.3, 1e-3: Dynamo's automatic dynamic
     made the second eps symbolic and the trace failed ("torch.* op returned non-Tensor");

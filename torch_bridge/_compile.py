@@ -7,10 +7,12 @@ torch.compile must see as a constant.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 
 import torch
 
+from tsallis.core import arrays as _core_arrays
 from tsallis.core import branching, window
 from tsallis.core import discrete as _core_discrete
 
@@ -35,9 +37,21 @@ def device_branch(
         return tuple(v.clone() if any(v is o for o in ops) else v for v in cheap(*ops))
 
     cond = getattr(torch, "cond", None)
-    if cond is None:  # a torch without torch.cond: the branch valid everywhere
+    if cond is None or _floats_symbolic():  # the branch valid everywhere
         return full(*operands)
     return cond(pred, cheap_copy, full, operands)
+
+
+def _floats_symbolic() -> bool:
+    """Whether this trace makes the floats it reads symbolic (torch.compile(dynamic=True)).
+
+    Then the core's module constants (tuning values, node tables) become symbolic floats,
+    and torch.cond refuses them among the values its branches capture; the cost of taking
+    the full branch is the cheap branch's saving. (Dynamo keeps a float read from a module
+    constant when it assumes static values, its default; torch._dynamo is imported by then.)
+    """
+    dynamo = sys.modules.get("torch._dynamo")
+    return dynamo is not None and not dynamo.config.assume_static_by_default
 
 
 def branch_for(t: torch.Tensor) -> branching.Branch:
@@ -60,8 +74,11 @@ def _prepare(alpha: float, device: str) -> None:
 _prepare._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
-# Likewise the core's per-eps constant of ev-softmax (NumPy on Python floats).
+# Likewise the core's per-eps constant of ev-softmax (NumPy on Python floats), and the
+# module constants the core reads inside a while_loop body (under dynamic=True Dynamo
+# would make them symbolic floats, which while_loop refuses).
 _core_discrete.offsupport_shift._dynamo_marked_constant = True  # type: ignore[attr-defined]
+_core_arrays.constant._dynamo_marked_constant = True  # type: ignore[attr-defined]
 
 
 def prepare_tables(alpha: float, device: torch.device) -> None:

@@ -227,8 +227,8 @@ def ev_softmax_nll_loss(
 
     Raises:
         TypeError: logits not floating, target not integer, ignore_index not an int.
-        ValueError: a bad shape, reduction or eps, a target out of range, a target on
-            another device.
+        ValueError: a bad shape, reduction or eps, a target out of range (checked in
+            eager mode), a target on another device.
 
     Examples:
         >>> import torch
@@ -257,7 +257,9 @@ def ev_softmax_nll_loss(
 
 
 def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_index: int) -> None:
-    """TypeError / ValueError for a target F.nll_loss would reject with another type."""
+    """TypeError / ValueError for a target F.nll_loss would reject with another type (the
+    class values are checked in eager mode only: under torch.compile a host read would
+    break the graph)."""
     if not isinstance(target, torch.Tensor):
         raise TypeError(f"target must be a tensor of class indices, got {type(target).__name__}")
     if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
@@ -272,6 +274,8 @@ def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_i
         )
     if target.device != logits.device:
         raise ValueError(f"target is on {target.device} but logits are on {logits.device}")
+    if torch.compiler.is_compiling():  # the value check reads the host: eager mode only
+        return
     classes = logits.shape[class_dim]
     counted = target[target != ignore_index]
     if counted.numel() and bool(((counted < 0) | (counted >= classes)).any()):

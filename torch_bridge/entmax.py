@@ -258,7 +258,8 @@ def entmax_loss(
 
     Raises:
         TypeError, ValueError: a bad x, alpha, target, ignore_index or reduction (the
-            messages name the argument and its valid range).
+            messages name the argument and its valid range; class values are checked in
+            eager mode).
 
     Examples:
         >>> import torch
@@ -277,8 +278,7 @@ def entmax_loss(
             raise ValueError(f"a distribution target must have x's shape {tuple(x.shape)}")
         y = target.to(x.dtype)
     else:
-        if not torch.compiler.is_compiling():  # ev_softmax_nll_loss's checks (a host read)
-            _check_target(x, target, x.dim() - 1, ignore_index)
+        _check_target(x, target, x.dim() - 1, ignore_index)  # ev_softmax_nll_loss's checks
         counted = target != ignore_index
         safe = torch.where(counted, target, torch.zeros_like(target))
         y = torch.zeros_like(x).scatter_(-1, safe.unsqueeze(-1).long(), 1.0)

@@ -62,7 +62,9 @@ def kernel_attention(
     alpha = 2 kernel sparsemax, any alpha > 1 kernel entmax. Gradients reach
     gamma, the inducing points and the basis; float32 and float64 (computed
     in float64). Building the panels reads the inducing points, the basis
-    widths and max |f~| back from the device once per call.
+    widths and max |f~| back from the device once per call, so under
+    torch.compile this op is a graph break (it runs eagerly, gradients
+    included); torch.compile(fullgraph=True) cannot trace it.
 
     M = 0 inducing points is f~ = 0: r_j = E_Q[psi_j]. An empty batch gives an
     empty result. Memory is bounded by CHUNK_ELEMENTS per intermediate, whatever

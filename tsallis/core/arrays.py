@@ -26,6 +26,7 @@ from tsallis.core.tuning import FLOAT32_EDGE_FLUSH, SMALL_SOLVE, STIRLING_MIN
 
 __all__ = [
     "arrays",
+    "constant",
     "constant_tables",
     "edge_exp",
     "erf",
@@ -214,6 +215,22 @@ def at_least(x: Array, low: float) -> Array:
     return x.clamp(min=low) if is_torch_array(x) else np.maximum(x, low)
 
 
+def constant(name: str) -> Any:
+    """The module constant ``name`` of tsallis.core.arrays (a float, a list or a dict).
+
+    torch.compile(dynamic=True) makes every float that Dynamo reads from a module
+    symbolic, and Torch's ``while_loop`` refuses symbolic floats among the values its
+    body captures (entmax's Newton loop failed to compile). torch_bridge._compile marks
+    this function as a constant of the trace: Dynamo calls it while tracing and keeps
+    the result as a constant, so the constants the loop body needs are read through it.
+
+    Examples:
+        >>> constant("EXP_FLUSH")["float32"]
+        80.0
+    """
+    return globals()[name]
+
+
 def _horner(x: Array, coefficients: list[float]) -> Array:
     out = coefficients[-1] + 0 * x
     for c in reversed(coefficients[:-1]):
@@ -226,17 +243,17 @@ def exprel(x: Array) -> Array:
     if isinstance(x, np.ndarray):  # SciPy's ufunc: one call (4 us against 14 on 1024
         return _sp.exprel(x)  # values; both within 1 ulp of mpmath on +-[1e-300, 100])
     xp = namespace(x)
-    small = xp.abs(x) < _SERIES_CUTOFF
+    small = xp.abs(x) < constant("_SERIES_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)
-    return xp.where(small, _horner(x, _EXPREL_TERMS), expm1(safe) / safe)
+    return xp.where(small, _horner(x, constant("_EXPREL_TERMS")), expm1(safe) / safe)
 
 
 def log1prel(x: Array) -> Array:
     """log(1 + x) / x, equal to 1 at x = 0, with finite gradients (x > -1)."""
     xp, (x,) = arrays(x)
-    small = xp.abs(x) < _SERIES_CUTOFF
+    small = xp.abs(x) < constant("_SERIES_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)
-    return xp.where(small, _horner(x, _LOG1PREL_TERMS), xp.log1p(safe) / safe)
+    return xp.where(small, _horner(x, constant("_LOG1PREL_TERMS")), xp.log1p(safe) / safe)
 
 
 def native(x: Array) -> ModuleType:
@@ -262,7 +279,7 @@ def exp_flushed(arg: Array, out: Array) -> Array:
     For probabilities of total mass 1 the flushed values are below 1e-34 (float32) and
     1e-304 (float64): invisible after rounding.
     """
-    limit = EXP_FLUSH["float32" if str(arg.dtype).endswith("float32") else "float64"]
+    limit = constant("EXP_FLUSH")["float32" if str(arg.dtype).endswith("float32") else "float64"]
     if is_torch_array(arg):
         torch = sys.modules["torch"]
         torch.clamp(arg, min=-limit, out=out)
@@ -279,7 +296,7 @@ def exp2_into(arg: Array, out: Array, flush: bool) -> Array:
         torch = sys.modules["torch"]
         if not flush:
             return torch.exp2(arg, out=out)
-        limit = EXP_FLUSH["float32" if arg.dtype == torch.float32 else "float64"]
+        limit = constant("EXP_FLUSH")["float32" if arg.dtype == torch.float32 else "float64"]
         torch.clamp(arg, min=-limit / math.log(2), out=out)
         return torch.threshold_(out.exp2_(), math.exp(-limit) * 1.5, 0.0)
     with np.errstate(under="ignore"):
@@ -303,10 +320,10 @@ def log1prel_slope(x: Array) -> Array:
         -0.5
     """
     xp, (x,) = arrays(x)
-    small = xp.abs(x) < _SLOPE_CUTOFF
+    small = xp.abs(x) < constant("_SLOPE_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)
     closed = (safe / (1 + safe) - xp.log1p(safe)) / (safe * safe)
-    return xp.where(small, _horner(x, _LOG1PREL_SLOPE_TERMS), closed)
+    return xp.where(small, _horner(x, constant("_LOG1PREL_SLOPE_TERMS")), closed)
 
 
 def softplus(x: Array) -> Array:

@@ -216,7 +216,7 @@ def _may_underflow(alpha: float, dtype: Any) -> bool:
     base is unbounded. Only then is the flush (two more passes) needed.
     """
     bits = -math.log(float(np.finfo(np.float32 if "float32" in str(dtype) else np.float64).eps) / 2)
-    limit = _xs.EXP_FLUSH["float32" if "float32" in str(dtype) else "float64"]
+    limit = _xs.constant("EXP_FLUSH")["float32" if "float32" in str(dtype) else "float64"]
     return alpha < 1 or bits / (alpha - 1) > limit
 
 
