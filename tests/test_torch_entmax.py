@@ -115,6 +115,65 @@ def test_closed_form_alphas_match_the_sort_based_numpy_maps(alpha):
     assert np.abs(entmax(x, alpha).numpy() - ref).max() <= 1e-14
 
 
+def _hard_rows(dtype: torch.dtype) -> torch.Tensor:
+    """(400, 200) scores (80,000 values: the Newton path, rows finished apart): N(0, 1)
+    rows at scales 1e-4 to 1e3, ties, -inf entries, 20 near-equal top entries (a
+    support larger than sparsemax's start of 8), constant rows."""
+    gen = torch.Generator().manual_seed(17)
+    z = torch.randn(400, 200, generator=gen, dtype=F64)
+    z[:100] *= torch.logspace(-4, 3, 100, dtype=F64)[:, None]
+    z[100:150] = torch.randint(0, 3, (50, 200), generator=gen).to(F64)
+    z[150:200, ::3] = float("-inf")
+    z[200:250, :20] += 50
+    z[250:260] = 0.0
+    return z.to(dtype)
+
+
+@pytest.mark.parametrize("library", ["torch", "numpy"])
+def test_large_sparsemax_matches_the_sort_based_threshold(library):
+    """Sparsemax on a large call runs Newton's method from the threshold of the 8 largest
+    entries (a lower bound, exact when the support is no larger) and finishes its last
+    rows apart; both must leave it exact: within 1e-14 of the sort-based float64 map on
+    the same numbers (float32: 1e-6 at scale <= 1, the rows up to 1e3 within 2e-6 x scale),
+    the support indicator s equal to p > 0."""
+    from tsallis.core import discrete as core
+
+    for dtype, tol in ((F64, 1e-14), (torch.float32, 1e-6)):
+        z = _hard_rows(dtype)
+        want = core.sparsemax_sorted(z.double())
+        data = z if library == "torch" else z.numpy()
+        p, s = core.entmax_newton(data, 2.0, slopes=True)
+        p, s = torch.as_tensor(p).double(), torch.as_tensor(s)
+        scale = torch.ones(400, 1, dtype=F64)
+        scale[:100] = torch.logspace(-4, 3, 100, dtype=F64)[:, None].clamp_min(1.0)
+        assert ((p - want).abs() <= tol * (2 * scale if dtype != F64 else 1)).all(), dtype
+        assert torch.equal(s > 0, p > 0)
+
+
+def test_rows_finished_apart_change_nothing(monkeypatch):
+    """The eager loop finishes its last rows by a call of their own (tuning.STRAGGLERS);
+    p and s agree with the loop that keeps every row (COMPACT_ELEMENTS raised past the
+    call) within 1e-14 for alpha <= 2 on 3-D input, and the rows did go apart."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    hard = _hard_rows(F64).reshape(4, 100, 200)
+    dominated = hard.clone()
+    dominated[:, :97, 0] += 40  # most rows converge early: the rest go apart
+    taken, default = [], tuning.COMPACT_ELEMENTS
+    original = core._take_rows
+    monkeypatch.setattr(core, "_take_rows", lambda a, i: taken.append(1) or original(a, i))
+    for alpha in (0.5, 1.0, 1.3, 1.5, 2.0):
+        taken.clear()
+        for z in (hard, dominated):
+            p, s = core.entmax_newton(z, alpha, slopes=True)
+            monkeypatch.setattr(tuning, "COMPACT_ELEMENTS", 1 << 62)
+            p0, s0 = core.entmax_newton(z, alpha, slopes=True)
+            monkeypatch.setattr(tuning, "COMPACT_ELEMENTS", default)
+            assert (p - p0).abs().max() <= 1e-14 and (s - s0).abs().max() <= 1e-13, alpha
+        assert taken, alpha  # rows went apart
+
+
 @pytest.mark.parametrize("alpha", [0.7, 1.0, 1.01, 1.3, 1.5, 2.0, 2.5, 4.0])
 def test_float32_within_1e6_of_float64(alpha):
     """float32 probabilities within 1e-6 absolute of the float64 op on the same (float32)

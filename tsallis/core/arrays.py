@@ -36,6 +36,7 @@ __all__ = [
     "exprel",
     "index_add",
     "index_max",
+    "largest",
     "lgamma",
     "lgamma_ratio",
     "log1prel",
@@ -229,6 +230,23 @@ def constant(name: str) -> Any:
         80.0
     """
     return globals()[name]
+
+
+def largest(x: Array, k: int) -> Array:
+    """The k largest values along the last axis, in decreasing order, (..., k).
+
+    Torch: topk. NumPy: a partition (linear in the axis length) and a sort of the k.
+
+    Examples:
+        >>> import numpy as np
+        >>> largest(np.array([0.5, 3.0, -1.0, 2.0]), 2)
+        array([3., 2.])
+    """
+    if is_torch_array(x):
+        return x.topk(k, dim=-1).values
+    size = x.shape[-1]
+    part = np.partition(x, size - k, axis=-1)[..., size - k :]
+    return np.flip(np.sort(part, axis=-1), axis=-1)
 
 
 def _horner(x: Array, coefficients: list[float]) -> Array:

@@ -270,3 +270,19 @@ SORT_ELEMENTS = 1 << 15
 # instead of 5 at alpha = 1.3, in a float64 simulation of the iteration; 1 step saved
 # less, 3 no more.
 HALLEY_STEPS = 2
+
+# Sparsemax's Newton iteration (eager, at least 4 x SPARSEMAX_TOP entries per row)
+# starts from the threshold of the SPARSEMAX_TOP largest entries, exact when the
+# support is no larger (core.discrete._sparsemax_start). Measured (torch 2.13, CPU,
+# float32 (1024, 1000)): topk of 8 took 1.2 ms, of 16 3.5 ms, against 0.6 ms per
+# evaluation; N(0, 1) rows of 1000 have supports of 4 (median) to 11 entries.
+SPARSEMAX_TOP = 8
+
+# The eager Newton loop (a Python-float alpha <= 2, calls of at least COMPACT_ELEMENTS
+# values) finishes its last rows apart once at most a fraction STRAGGLERS of them is
+# left (core.discrete.entmax_newton): otherwise every step evaluates every row again.
+# Measured (float32 (1024, 1000), forward + backward): sparsemax 7.5 -> 5.5 ms with the
+# start above (6.8 with the start alone); a quarter cost alpha = 1.5 200 MB more at
+# (65536, 1000), where 17% of the rows were left, and saved 0.1 ms.
+COMPACT_ELEMENTS = 1 << 16
+STRAGGLERS = 0.125
