@@ -226,10 +226,11 @@ def _flat_index(mask: Array) -> Array:
 
 
 def _take_rows(a: Array, index: Array) -> Array:
-    """The rows ``index`` (1-D integers, NumPy or Torch) of a 2-D array, a copy."""
+    """The rows ``index`` (1-D integers: NumPy, or for a tensor a tensor) of a 2-D array,
+    a copy."""
     if is_torch_array(a):
         return a.index_select(0, _xs.native(a).as_tensor(index, device=a.device))
-    return np.take(a, _xs.native(index).asarray(index) if is_torch_array(index) else index, axis=0)
+    return np.take(a, index, axis=0)
 
 
 def _put_rows(target: Array, index: Array, values: Array) -> None:
