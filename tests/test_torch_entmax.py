@@ -134,8 +134,8 @@ def test_large_sparsemax_matches_the_sort_based_threshold(library):
     """Sparsemax on a large call runs Newton's method from the threshold of the 8 largest
     entries (a lower bound, exact when the support is no larger) and finishes its last
     rows apart; both must leave it exact: within 1e-14 of the sort-based float64 map on
-    the same numbers (float32: 1e-6 at scale <= 1, the rows up to 1e3 within 2e-6 x scale),
-    the support indicator s equal to p > 0."""
+    the same numbers, float32 within 1e-6 (measured 7.9e-7, on rows at scale 1e-3 to 1e-2
+    whose supports hold hundreds of entries), the support indicator s equal to p > 0."""
     from tsallis.core import discrete as core
 
     for dtype, tol in ((F64, 1e-14), (torch.float32, 1e-6)):
@@ -144,9 +144,7 @@ def test_large_sparsemax_matches_the_sort_based_threshold(library):
         data = z if library == "torch" else z.numpy()
         p, s = core.entmax_newton(data, 2.0, slopes=True)
         p, s = torch.as_tensor(p).double(), torch.as_tensor(s)
-        scale = torch.ones(400, 1, dtype=F64)
-        scale[:100] = torch.logspace(-4, 3, 100, dtype=F64)[:, None].clamp_min(1.0)
-        assert ((p - want).abs() <= tol * (2 * scale if dtype != F64 else 1)).all(), dtype
+        assert (p - want).abs().max() <= tol, dtype
         assert torch.equal(s > 0, p > 0)
 
 

@@ -67,8 +67,14 @@ def _sorted_prefix(z: Array) -> tuple[Array, Array, Array]:
     # -sort(-z): contiguous (a descending sort may be a flipped view); stable=False: the
     # array API default (stable) measured 2.7 times slower in NumPy, and ties do not matter
     ordered = -xp.sort(-z, axis=-1, stable=False)
-    sizes = xp.arange(1, z.shape[-1] + 1, dtype=z.dtype, device=_device(z))
-    return ordered, xp.cumulative_sum(ordered, axis=-1) / sizes, sizes
+    return (ordered, *_prefix_means(ordered))
+
+
+def _prefix_means(ordered: Array) -> tuple[Array, Array]:
+    """The means of the first 1..K entries of ``ordered`` along the last axis, and 1..K."""
+    xp = _xs.namespace(ordered)
+    sizes = xp.arange(1, ordered.shape[-1] + 1, dtype=ordered.dtype, device=_device(ordered))
+    return xp.cumulative_sum(ordered, axis=-1) / sizes, sizes
 
 
 def _pick(per_size: Array, ordered: Array) -> Array:
@@ -253,9 +259,7 @@ def _sparsemax_start(z: Array, top: Array, k: int) -> Array:
     maximum took 6 evaluations on N(0, 1) rows of 1000).
     """
     xp = _xs.namespace(z)
-    ordered = _xs.largest(z, k) - top
-    sizes = xp.arange(1, k + 1, dtype=z.dtype, device=_device(z))
-    means = xp.cumulative_sum(ordered, axis=-1) / sizes
+    means, sizes = _prefix_means(_xs.largest(z, k) - top)
     tau = xp.max(gen.sparsemax_threshold(means, sizes), axis=-1, keepdims=True)
     return xp.maximum(tau + 1.0, 0.0)  # p = [z - max - (c - 1)]_+: c = tau + 1
 
@@ -423,7 +427,7 @@ def entmax_newton(
         return xp.where(done, c, new), lo, hi, done, total
 
     limit = 64 if steps is None else steps
-    apart: bool | tuple = False
+    separate = None  # (rows, their (p, s)) when the last rows were finished apart
     if loop is not None and not on_host:
         # torch.compile: the Halley steps unrolled, then a while loop on the device that
         # stops once every row is done (64 unrolled steps made Inductor emit 1.7 MB of
@@ -463,7 +467,7 @@ def entmax_newton(
                         _take_rows(z, rows), alpha, limit - index - 1, on_host, True,
                         _take_rows(top, rows), loop, state,
                     )  # fmt: skip
-                    apart = rows, finished
+                    separate = rows, finished
                     at_c = True
                     break
             c = new
@@ -481,8 +485,8 @@ def entmax_newton(
         s = work.s  # p itself, or the support indicator
     elif slopes:
         s = _renormalized_slopes(work.s, total, alpha, to_work)
-    if isinstance(apart, tuple):  # the rows finished apart
-        rows, (part_p, part_s) = apart
+    if separate is not None:  # the rows finished apart
+        rows, (part_p, part_s) = separate
         _put_rows(p, rows, part_p)
         if s is not None and s is not p:  # (alpha = 1: s is p)
             _put_rows(s, rows, part_s)
