@@ -46,8 +46,12 @@ __all__ = [
     "native",
     "ndtr",
     "normal_mass",
+    "replace_at_most",
+    "scale_one_plus",
     "softplus",
     "stop_gradient",
+    "subtract_product",
+    "sum_of_squares",
 ]
 
 Array = Any  # a NumPy array or a Torch tensor
@@ -319,6 +323,62 @@ def exp2_into(arg: Array, out: Array, flush: bool) -> Array:
         return torch.threshold_(out.exp2_(), math.exp(-limit) * 1.5, 0.0)
     with np.errstate(under="ignore"):
         return np.exp2(arg, out=out)
+
+
+def replace_at_most(x: Array, limit: float, value: float) -> Array:
+    """x where x > limit, else ``value``, in place (torch.threshold_).
+
+    Examples:
+        >>> import numpy as np
+        >>> replace_at_most(np.array([-3.0, 0.5]), -1.0, -np.inf)
+        array([-inf,  0.5])
+    """
+    if is_torch_array(x):
+        return sys.modules["torch"].threshold_(x, limit, value)
+    np.copyto(x, value, where=x <= limit)
+    return x
+
+
+def scale_one_plus(s: Array, x: Array) -> Array:
+    """s (1 + x) into s, in place (Torch: addcmul_, one pass).
+
+    Examples:
+        >>> import numpy as np
+        >>> scale_one_plus(np.array([2.0, 3.0]), np.array([0.5, -1.0]))
+        array([3., 0.])
+    """
+    if is_torch_array(s):
+        return s.addcmul_(s, x)
+    return np.multiply(s, x + 1.0, out=s)
+
+
+def subtract_product(target: Array, x: Array, y: Array) -> Array:
+    """target - x y into target, in place (Torch: addcmul_, one pass; y broadcasts).
+
+    Examples:
+        >>> import numpy as np
+        >>> subtract_product(np.array([1.0, 2.0]), np.array([2.0, 1.0]), np.array([0.5]))
+        array([0. , 1.5])
+    """
+    if is_torch_array(target):
+        return target.addcmul_(x, -y)
+    return np.subtract(target, x * y, out=target)
+
+
+def sum_of_squares(x: Array) -> Array:
+    """sum_i x_i^2 over the last axis, kept as an axis of length 1, reading x once.
+
+    Torch: the squared 2-norm (float32 (1024, 1000): 0.04 ms here, where x * x and a
+    sum took 0.18); NumPy: einsum.
+
+    Examples:
+        >>> import numpy as np
+        >>> sum_of_squares(np.array([[3.0, 4.0]]))
+        array([[25.]])
+    """
+    if is_torch_array(x):
+        return sys.modules["torch"].linalg.vector_norm(x, 2, dim=-1, keepdim=True).square_()
+    return np.einsum("...i,...i->...", x, x)[..., None]
 
 
 def add_product(s: Array, x: Array, out: Array) -> Array:
