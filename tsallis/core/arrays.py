@@ -47,7 +47,6 @@ __all__ = [
     "ndtr",
     "normal_mass",
     "replace_at_most",
-    "scale_one_plus",
     "softplus",
     "stop_gradient",
     "subtract_product",
@@ -339,19 +338,6 @@ def replace_at_most(x: Array, limit: float, value: float) -> Array:
     return x
 
 
-def scale_one_plus(s: Array, x: Array) -> Array:
-    """s (1 + x) into s, in place (Torch: addcmul_, one pass).
-
-    Examples:
-        >>> import numpy as np
-        >>> scale_one_plus(np.array([2.0, 3.0]), np.array([0.5, -1.0]))
-        array([3., 0.])
-    """
-    if is_torch_array(s):
-        return s.addcmul_(s, x)
-    return np.multiply(s, x + 1.0, out=s)
-
-
 def subtract_product(target: Array, x: Array, y: Array) -> Array:
     """target - x y into target, in place (Torch: addcmul_, one pass; y broadcasts).
 
@@ -382,11 +368,10 @@ def sum_of_squares(x: Array) -> Array:
 
 
 def add_product(s: Array, x: Array, out: Array) -> Array:
-    """s + s * x into ``out`` (torch.addcmul: one pass)."""
+    """s + s * x into ``out``, which may be s itself (torch.addcmul: one pass)."""
     if is_torch_array(s):
         return sys.modules["torch"].addcmul(s, s, x, out=out)
-    np.multiply(s, x, out=out)
-    return np.add(out, s, out=out)
+    return np.add(s, s * x, out=out)
 
 
 def log1prel_slope(x: Array) -> Array:

@@ -201,13 +201,16 @@ class _Buffers:
             self.floor = {"offset": -1.0, "power": 0.0}.get(
                 self.form, float(xp.finfo(z.dtype).smallest_normal)
             )
-            _shifted(z, top, self.scale, out=self.origin)
-            lib.add(self.origin, self.lead, out=self.origin)
-            lib.clip(self.origin, self.floor, None, out=self.origin)
+            lib.clip(self._unclamped(self.origin), self.floor, None, out=self.origin)
             self.at = None  # the c of y in x (incremental): none yet
         self.p_in_s = False  # whether _mass left p in s (then s is formed from it)
         self.x = self.origin if self.incremental else fresh()
         self.p, self.s = fresh(), fresh()
+
+    def _unclamped(self, out: Array) -> Array:
+        """lead + (alpha - 1)(z - max), y at c = 0 before the clamp, into ``out``."""
+        shifted = _shifted(self.z, self.top, self.scale, out=out)
+        return _xs.native(out).add(shifted, self.lead, out=out)
 
     def move(self, c: Array) -> None:
         """y at c (per row, (..., 1) in the loop's namespace) into ``x``."""
@@ -221,9 +224,7 @@ class _Buffers:
                     lib.clip(y, self.floor, None, out=y)
                 return
             # a row's c fell (a rounding overshoot, or bisection): y from z again
-            _shifted(self.z, self.top, self.scale, out=y)
-            lib.add(y, self.lead, out=y)
-            source = y
+            source = self._unclamped(y)
         else:
             source = self.origin
         lib.subtract(source, self.to_work(self.scale * c), out=y)
@@ -245,10 +246,8 @@ class _Buffers:
             p, s = self.s, self.p
             if self.form == "base":
                 lib.divide(p, self.x, out=s)  # (the floor's p is 0)
-            else:  # 1 + x is 0 off the support, where p is 0 too
-                tiny = float(_xs.namespace(p).finfo(p.dtype).smallest_normal)
-                lib.clip(lib.add(self.x, 1.0, out=s), tiny, None, out=s)
-                lib.divide(p, s, out=s)
+            else:
+                _over_one_plus(p, self.x, out=s)
             self.p, self.s = p, s
         p = lib.divide(self.p, self.to_work(total), out=self.p)
         if not slopes:
@@ -256,6 +255,15 @@ class _Buffers:
         if isinstance(alpha, float) and alpha == 1.0:
             return p, p
         return p, _renormalized_slopes(self.s, total, alpha, self.to_work)
+
+
+def _over_one_plus(p: Array, x: Array, out: Array) -> Array:
+    """p / (1 + x) into ``out`` (not p or x), x >= -1: where 1 + x is 0, so is p (off the
+    support), and the divisor is the smallest normal number instead."""
+    lib = _xs.native(p)
+    tiny = float(_xs.namespace(p).finfo(p.dtype).smallest_normal)
+    lib.clip(lib.add(x, 1.0, out=out), tiny, None, out=out)
+    return lib.divide(p, out, out=out)
 
 
 def _evaluate(
@@ -271,7 +279,7 @@ def _mass(
     c: Array, alpha: float | Array, work: _Buffers, bend: bool = False
 ) -> tuple[Array, Array, Array | None]:
     """(sum_i p_i, sum_i s_i, sum_i t_i or None) over the last axis, with p =
-    exp_{2-alpha}(f) and s = dp/dz = p^(2-alpha) left in work (work.values), f = (z -
+    exp_{2-alpha}(f) and s = dp/dz = p^(2-alpha) left in work (work.normalized), f = (z -
     max) - c (work.origin holds z - max; finite entries or -inf; at a Python-float alpha
     in (1, 2] work.x already holds the state y at c: _Buffers.move). With ``bend`` (a
     Python-float alpha in (0, 1) or (1, 3/2]) also t = p^(3-2 alpha) = s / (1 + (alpha -
@@ -307,8 +315,7 @@ def _mass(
         if alpha > 2:  # s = p / (1 + x) (p^(2-alpha) would be +inf off the support)
             lib.clip(x, -1.0, None, out=x)  # off the support: p = 0
             _xs.exp_flushed(lib.multiply(lib.log1p(x, out=p), 1 / (alpha - 1), out=p), out=p)
-            base = lib.clip(lib.add(x, 1.0, out=s), xp.finfo(x.dtype).smallest_normal, None, out=s)
-            lib.divide(p, base, out=s)
+            _over_one_plus(p, x, out=s)
             return xp.sum(p, axis=-1, keepdims=True), xp.sum(s, axis=-1, keepdims=True), None
     if isinstance(alpha, float):
         # log2 s = log2(1 + x) (2 - alpha) / (alpha - 1), p = s (1 + x): exp2 and one
@@ -335,15 +342,12 @@ def _mass(
         lib.multiply(log_base, exponent / unit, out=s)
         _xs.exp2_into(s, out=s, flush=flush)
         slope = xp.sum(s, axis=-1, keepdims=True)
+        # in place, p = s (1 + x) over s: a step touches two arrays, not three
         work.p_in_s = work.incremental and not flush
-        if work.p_in_s:  # p = s (1 + x) over s: a step touches two arrays, not three
-            (lib.multiply(s, x, out=s) if work.form == "base" else _xs.scale_one_plus(s, x))
-            return xp.sum(s, axis=-1, keepdims=True), slope, bent
+        if work.p_in_s:
+            p = s
         if not flush:
-            if work.form == "base":
-                lib.multiply(s, x, out=p)
-            else:
-                _xs.add_product(s, x, out=p)
+            (lib.multiply(s, x, out=p) if work.form == "base" else _xs.add_product(s, x, out=p))
         return xp.sum(p, axis=-1, keepdims=True), slope, bent
     # one alpha per row (an array): the generated kernels, smooth through alpha = 1
     # (log_exp_beta is for alpha >= 1 at -inf: -inf entries are set apart)
