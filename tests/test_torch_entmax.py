@@ -175,13 +175,15 @@ def test_rows_finished_apart_change_nothing(monkeypatch):
         assert taken, alpha  # rows went apart
 
 
-@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.01, 1.3, 1.5, 2.0, 2.5, 4.0])
+@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.01, 1.3, 1.5, 1.99, 2.0, 2.5, 4.0])
 def test_float32_within_1e6_of_float64(alpha):
     """float32 probabilities within 1e-6 absolute of the float64 op on the same (float32)
-    numbers (alpha > 2 runs in float64 inside, so there the two agree to rounding)."""
+    numbers (alpha > 2 runs in float64 inside, so there the two agree to rounding). At
+    alpha = 1.99 the loop once stopped on a step of 4 ulps of c, 1.3e-6 off (hard rows)."""
     x = torch.randn(256, 1000, generator=torch.Generator().manual_seed(4)).double()
-    p32 = entmax(x.float(), alpha).double()
-    assert (p32 - entmax(x, alpha)).abs().max() <= 1e-6
+    for z in (x, _hard_rows(F64)):
+        p32 = entmax(z.float(), alpha).double()
+        assert (p32 - entmax(z.float().double(), alpha)).abs().max() <= 1e-6
 
 
 def test_continuous_in_alpha_at_softmax_and_sparsemax():
