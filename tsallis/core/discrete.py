@@ -393,20 +393,49 @@ def _put_rows(target: Array, index: Array, values: Array) -> None:
         target[index] = values
 
 
-def _sparsemax_start(z: Array, top: Array, k: int) -> Array:
-    """Sparsemax's shift c (relative to the row maximum) from the k largest entries: a
-    lower bound, exact when the support has at most k entries.
+def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
+    """How many of each row's largest entries _prefix_start takes, or None (see
+    tuning.PREFIX_WIDTH)."""
+    if not (on_host and isinstance(alpha, float) and T.PREFIX_ALPHA <= alpha <= 2.0):
+        return None
+    size = z.shape[-1]
+    width = min(T.PREFIX_WIDTH.get(alpha, size), size // T.PREFIX_SHARE)
+    closed = alpha in T.PREFIX_WIDTH  # no loop of its own: worth it on any call
+    if width < 8 or not (closed or math.prod(z.shape) >= T.COMPACT_ELEMENTS):
+        return None
+    return width
 
-    The threshold of the j largest, tau_j = (S_j - 1) / j (generated), is a lower bound
-    of tau: sum_i (z_i - tau_j)_+ >= S_j - j tau_j = 1. Their largest is tau itself when
-    the support has at most k entries (the sort-based algorithm on the k largest), so
-    the Newton loop's first evaluation confirms it (Michelot's iteration from the
-    maximum took 6 evaluations on N(0, 1) rows of 1000).
+
+def _prefix_start(
+    z: Array, top: Array, alpha: float, width: int, to_book: Callable, steps: int | None
+) -> Array:
+    """The shift c (relative to the row maximum, in the loop's namespace) of each row's
+    ``width`` largest entries alone: a lower bound of c (the mass of a subset is at most
+    the whole's at every c, so the subset reaches 1 first), and c itself where the
+    support has fewer entries (the rest are clamped there).
+
+    alpha = 2 and 3/2 take their sort-based thresholds (generated): the threshold of the
+    j largest is a lower bound of tau (tau_j = (S_j - 1) / j for sparsemax: sum_i (z_i -
+    tau_j)_+ >= S_j - j tau_j = 1), and their largest is tau on the subset. Other alphas
+    run entmax_newton on the subset. The full loop's first evaluation then confirms each
+    covered row.
     """
     xp = _xs.namespace(z)
-    means, sizes = _prefix_means(_xs.largest(z, k) - top)
-    tau = xp.max(gen.sparsemax_threshold(means, sizes), axis=-1, keepdims=True)
-    return xp.maximum(tau + 1.0, 0.0)  # p = [z - max - (c - 1)]_+: c = tau + 1
+    if alpha == 2.0:  # p = [z - max - (c - 1)]_+: c = tau + 1
+        means, sizes = _prefix_means(_xs.largest(z, width) - top)
+        tau = xp.max(gen.sparsemax_threshold(means, sizes), axis=-1, keepdims=True)
+        return to_book(xp.maximum(tau + 1.0, 0.0))
+    if alpha == 1.5:  # p = (1 + (z - max - c) / 2)^2 = ((z - max) / 2 - tau)^2: c = 2 (tau + 1)
+        # in float64: the variances cancel (in float32 the start was up to 8 ulps off, and
+        # p 8.4e-7); -2 clips only entries off the support (as in entmax15_sorted), and -inf
+        ordered = xp.astype((_xs.largest(z, width) - top) / 2, xp.float64)
+        ordered = xp.maximum(ordered, -2.0)
+        means, sizes = _prefix_means(ordered)
+        variances = xp.cumulative_sum(ordered * ordered, axis=-1) / sizes - means * means
+        tau = _pick(gen.entmax15_threshold(means, variances, sizes), ordered)
+        return to_book(xp.astype(xp.maximum(2.0 * (tau + 1.0), 0.0), z.dtype))
+    subset = _xs.largest(z, width, ordered=False) - top  # its maximum is 0, exactly
+    return entmax_newton(subset, alpha, steps, True, top=xp.zeros_like(top), threshold=True)
 
 
 def _may_underflow(alpha: float, dtype: Any) -> bool:
@@ -435,6 +464,7 @@ def entmax_newton(
     top: Array | None = None,
     loop: Callable | None = None,
     start: tuple[Array, Array, Array] | None = None,
+    threshold: bool = False,
 ) -> Array | tuple[Array, Array | None]:
     """alpha-entmax over the last axis for any alpha > 0, exact to the dtype.
 
@@ -446,9 +476,10 @@ def entmax_newton(
     (1 - K^(1-alpha)) / (alpha - 1)] (at its ends the top entry alone has mass 1,
     or every entry at most 1/K). For alpha <= 2 g is convex and decreasing, so the
     iterates would rise monotonically from the left end (for alpha = 2 this is
-    Michelot's algorithm; in eager mode on rows of at least 4 x tuning.SPARSEMAX_TOP
-    entries it starts from _sparsemax_start, the threshold of the largest entries);
-    Newton on log_{2-alpha}(sum p) instead takes fewer steps. Where the per-row
+    Michelot's algorithm); Newton on log_{2-alpha}(sum p) instead takes fewer steps. In
+    eager mode at a Python-float alpha in [tuning.PREFIX_ALPHA, 2] on long rows it starts
+    from the shift of each row's largest entries alone (_prefix_start), which is exact
+    where they hold the support. Where the per-row
     values live in NumPy (NumPy arrays, CPU tensors in eager mode) a Python-float alpha
     in (1, 2] moves its state from step to step in place (_Buffers).
     Above 2 bisection steps in where Newton would leave the bracket. See the loop
@@ -464,7 +495,8 @@ def entmax_newton(
     In eager mode at a Python-float alpha <= 2 on large calls (tuning.COMPACT_ELEMENTS),
     once at most a fraction tuning.STRAGGLERS of the rows is left, those rows are copied
     out and finished by a call of their own, which ``start`` (c and its bracket, per
-    row) resumes.
+    row) resumes. ``threshold``: return the shift c (per row, relative to the row
+    maximum, in the loop's namespace: NumPy for a CPU tensor) instead of p.
     Callers pass float64 for alpha > 2: there dp/dz = p^(2-alpha) is unbounded at the support edge,
     and float32 arithmetic was 2e-5 (alpha = 3) to 2e-2 (alpha = 5) off; the loop stops
     at a residual of sqrt(eps) there and _refined_above_two finishes on a double-double
@@ -479,8 +511,10 @@ def entmax_newton(
         size = z.shape[-1]
         flat = entmax_newton(
             z.reshape(-1, size), alpha, steps, on_host, slopes,
-            None if top is None else top.reshape(-1, 1), loop, start,
+            None if top is None else top.reshape(-1, 1), loop, start, threshold,
         )  # fmt: skip
+        if threshold:
+            return flat.reshape((*z.shape[:-1], 1))
         if not slopes:
             return flat.reshape(z.shape)
         return tuple(None if v is None else v.reshape(z.shape) for v in flat)
@@ -505,12 +539,13 @@ def entmax_newton(
         hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
     if start is not None:  # rows finished apart (see the loop)
         c, lo, hi = start
-    elif isinstance(alpha, float) and alpha == 2.0 and on_host and size >= 4 * T.SPARSEMAX_TOP:
-        lo = to_book(_sparsemax_start(z, top, T.SPARSEMAX_TOP))  # still g(lo) >= 0
+    else:
+        c = lo
+        if not threshold and (width := _prefix_width(z, alpha, on_host)) is not None:
+            # lo stays the bracket's end: a start rounded above c is mended from the right
+            c = xp.minimum(_prefix_start(z, top, alpha, width, to_book, steps), hi)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
-    if start is None:
-        c = lo
     # in place from step to step where the per-row values are NumPy's (_Buffers)
     form = _clamped_form(alpha_work)
     work = _Buffers(z, top, alpha_work, isinstance(lo, np.ndarray), to_work, form)
@@ -579,6 +614,12 @@ def entmax_newton(
             # off), and p 1.2e-6 off; measured no slower at alpha = 2, 1.5, 1.3, 1.2, 1.01
             stalled = (xp.abs(new - c) <= tolerance / 4) | ((g >= 0) & (new <= c))
             done = settled | (stalled if rising is True else rising & stalled)
+            if threshold and rising is True:
+                # a step from the left below sqrt(eps): the next would be about C step^2
+                # (C = 0.3 on N(0, 1) rows at alpha = 1.3), below one ulp; the caller's
+                # evaluation confirms it (one evaluation fewer here)
+                close = (g >= 0) & (xp.abs(new - c) <= math.sqrt(eps) / 8 / eps * tolerance)
+                return xp.where(done & ~close, c, new), lo, hi, done | close, total
         return xp.where(done, c, new), lo, hi, done, total
 
     limit = 64 if steps is None else steps
@@ -620,12 +661,18 @@ def entmax_newton(
                     state = tuple(_take_rows(v, rows) for v in (new, lo, hi))
                     finished = entmax_newton(
                         _take_rows(z, rows), alpha, limit - index - 1, on_host, True,
-                        _take_rows(top, rows), loop, state,
+                        _take_rows(top, rows), loop, state, threshold,
                     )  # fmt: skip
                     separate = rows, finished
                     at_c = True
                     break
             c = new
+    if threshold:  # (alpha <= 2: the eager loop's last c, or its last step below sqrt(eps))
+        c = new
+        if separate is not None:
+            c = xp.asarray(c, copy=True)
+            _put_rows(c, *separate)
+        return c
     above = _above_two(alpha)  # None, or which rows (a Python bool for a float alpha)
     if above is True:  # the refined map replaces the loop's
         p, s = _refined_above_two(
