@@ -117,8 +117,9 @@ def test_closed_form_alphas_match_the_sort_based_numpy_maps(alpha):
 
 def _hard_rows(dtype: torch.dtype) -> torch.Tensor:
     """(400, 200) scores (80,000 values: the Newton path, rows finished apart): N(0, 1)
-    rows at scales 1e-4 to 1e3, ties, -inf entries, 20 near-equal top entries (a
-    support larger than sparsemax's start of 8), constant rows."""
+    rows at scales 1e-4 to 1e3 (supports of hundreds at the small scales, wider than
+    the loop's start from the largest entries), ties, -inf entries, 20 near-equal top
+    entries, constant rows."""
     gen = torch.Generator().manual_seed(17)
     z = torch.randn(400, 200, generator=gen, dtype=F64)
     z[:100] *= torch.logspace(-4, 3, 100, dtype=F64)[:, None]
@@ -131,11 +132,12 @@ def _hard_rows(dtype: torch.dtype) -> torch.Tensor:
 
 @pytest.mark.parametrize("library", ["torch", "numpy"])
 def test_large_sparsemax_matches_the_sort_based_threshold(library):
-    """Sparsemax on a large call runs Newton's method from the threshold of the 8 largest
-    entries (a lower bound, exact when the support is no larger) and finishes its last
-    rows apart; both must leave it exact: within 1e-14 of the sort-based float64 map on
-    the same numbers, float32 within 1e-6 (measured 7.9e-7, on rows at scale 1e-3 to 1e-2
-    whose supports hold hundreds of entries), the support indicator s equal to p > 0."""
+    """Sparsemax on a large call runs Newton's method from the threshold of the 32
+    largest entries (tuning.PREFIX_WIDTH: a lower bound, exact when the support is no
+    larger) and finishes its last rows apart; both must leave it exact: within 1e-14 of
+    the sort-based float64 map on the same numbers, float32 within 1e-6 (measured 2.4e-7;
+    7.9e-7 from the 8 largest, on rows at scale 1e-3 to 1e-2 whose supports hold
+    hundreds of entries), the support indicator s equal to p > 0."""
     from tsallis.core import discrete as core
 
     for dtype, tol in ((F64, 1e-14), (torch.float32, 1e-6)):

@@ -287,10 +287,11 @@ BASE_FORM_ALPHA = 1.25
 # least 8 (core.discrete._prefix_start). That shift is exact where they hold the
 # support, and the full loop then takes one evaluation for the row. N(0, 1) rows of
 # 1000 have supports of at most 11 entries at alpha = 2, 41 at 3/2, 182 at 1.3, 594
-# at 1.2 (hence PREFIX_ALPHA). Measured (float32 (1024, 1000), forward + backward, one
-# run, against the loop from the row maximum): alpha = 1.3 10.2-10.3 -> 8.7-8.8 ms,
-# 3/2 6.6-6.7 -> 6.4-6.5 ms, 2 (against the 8 largest by topk) 5.95 -> 5.6 ms; at 3/2
-# a prefix of 16, 32, 64 and 128 took 8.0, 7.1, 6.5 and 7.2 ms.
+# at 1.2. Measured (float32 (1024, 1000), forward + backward, one run, against the loop
+# from the row maximum): alpha = 1.3 10.2-10.3 -> 8.7-8.8 ms, 3/2 6.6-6.7 -> 6.4-6.5
+# ms, 1.7 13.5 -> 11.6 ms, 1.25 10.8 -> 10.7 ms, 2 (against the 8 largest by topk)
+# 5.95 -> 5.6 ms; but 1.2 14.2 -> 14.8 ms (supports wider than the quarter: hence
+# PREFIX_ALPHA); at 3/2 a prefix of 16, 32, 64 and 128 took 8.0, 7.1, 6.5 and 7.2 ms.
 PREFIX_ALPHA = 1.25
 PREFIX_WIDTH = {2.0: 32, 1.5: 64}
 PREFIX_SHARE = 4
