@@ -157,10 +157,14 @@ def test_prefix_start_changes_nothing(monkeypatch, library):
     agree with the loop from the row maximum (PREFIX_ALPHA raised past 2) within 1e-14
     and 1e-13 in float64, on N(0, 1) rows of 1000 (every support held) and on the hard
     rows, some of whose supports are wider than the prefix (checked), at alpha = 1.25,
-    1.3, 1.5 (closed form), 1.7 and 2 (closed form); the start did run."""
+    1.3, 1.5 (closed form), 1.7 and 2 (closed form); the start did run (on every row
+    length and alpha here: the tuning's limits lowered)."""
     from tsallis.core import discrete as core
     from tsallis.core import tuning
 
+    monkeypatch.setattr(tuning, "PREFIX_MIN_LENGTH", {})
+    monkeypatch.setattr(tuning, "PREFIX_MIN_LENGTH_OTHERS", 0)
+    monkeypatch.setattr(tuning, "PREFIX_ALPHA", 1.25)
     gen = torch.Generator().manual_seed(5)
     started = []
     original = core._prefix_start
@@ -182,14 +186,16 @@ def test_prefix_start_changes_nothing(monkeypatch, library):
 
 
 @pytest.mark.parametrize("alpha", [1.3, 1.5, 1.7, 2.0])
-def test_prefix_start_is_within_two_ulps_in_float32(alpha):
+def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     """Where the prefix holds the support, the float32 start is the shift itself: within
     2 ulps of max(|c|, 1) of the float64 shift on the same numbers (measured 1.6 at 1.3,
     where the start is the prefix loop's last step below sqrt(eps), and 0.5 at 3/2, whose
     variances are summed in float64: in float32 they left it 8 ulps off). The float64
     shift comes from the loop's threshold mode, whose mass at c is 1 within 1e-13."""
     from tsallis.core import discrete as core
+    from tsallis.core import tuning
 
+    monkeypatch.setattr(tuning, "PREFIX_MIN_LENGTH", {})  # (3/2 takes it from 2048)
     gen = torch.Generator().manual_seed(3)
     z = torch.randn(256, 1000, generator=gen)
     z[:64] *= 10

@@ -399,6 +399,8 @@ def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
     if not (on_host and isinstance(alpha, float) and T.PREFIX_ALPHA <= alpha <= 2.0):
         return None
     size = z.shape[-1]
+    if size < T.PREFIX_MIN_LENGTH.get(alpha, T.PREFIX_MIN_LENGTH_OTHERS):
+        return None
     width = min(T.PREFIX_WIDTH.get(alpha, size), size // T.PREFIX_SHARE)
     closed = alpha in T.PREFIX_WIDTH  # no loop of its own: worth it on any call
     if width < 8 or not (closed or math.prod(z.shape) >= T.COMPACT_ELEMENTS):

@@ -280,21 +280,33 @@ HALLEY_STEPS = 2
 # array, log2 0.14.
 BASE_FORM_ALPHA = 1.25
 
-# The eager Newton loop at a Python-float alpha in [PREFIX_ALPHA, 2] starts from the
-# shift of each row's largest entries alone: PREFIX_WIDTH[alpha] of them (sort-based
-# closed forms), for other alphas 1 / PREFIX_SHARE of the row (a Newton loop of their
-# own, on calls of at least COMPACT_ELEMENTS values), at most 1 / PREFIX_SHARE and at
-# least 8 (core.discrete._prefix_start). That shift is exact where they hold the
-# support, and the full loop then takes one evaluation for the row. N(0, 1) rows of
-# 1000 have supports of at most 11 entries at alpha = 2, 41 at 3/2, 182 at 1.3, 594
-# at 1.2. Measured (float32 (1024, 1000), forward + backward, one run, against the loop
-# from the row maximum): alpha = 1.3 10.2-10.3 -> 8.7-8.8 ms, 3/2 6.6-6.7 -> 6.4-6.5
-# ms, 1.7 13.5 -> 11.6 ms, 1.25 10.8 -> 10.7 ms, 2 (against the 8 largest by topk)
-# 5.95 -> 5.6 ms; but 1.2 14.2 -> 14.8 ms (supports wider than the quarter: hence
-# PREFIX_ALPHA); at 3/2 a prefix of 16, 32, 64 and 128 took 8.0, 7.1, 6.5 and 7.2 ms.
-PREFIX_ALPHA = 1.25
+# The eager Newton loop at a Python-float alpha in [PREFIX_ALPHA, 2] on rows of at
+# least PREFIX_MIN_LENGTH entries starts from the shift of each row's largest entries
+# alone: PREFIX_WIDTH[alpha] of them (sort-based closed forms), for other alphas 1 /
+# PREFIX_SHARE of the row (a Newton loop of their own, on calls of at least
+# COMPACT_ELEMENTS values), at most 1 / PREFIX_SHARE and at least 8
+# (core.discrete._prefix_start). That shift is exact where they hold the support, and
+# the full loop then takes one evaluation for the row. N(0, 1) rows of 1000 have
+# supports of at most 11 entries at alpha = 2, 41 at 3/2, 182 at 1.3, 594 at 1.2.
+# Measured (float32, forward + backward, with / without the start, one interleaved
+# run each; 2^21 values as (2^21 / K, K) unless said):
+# - (1024, 1000): alpha = 1.3 8.7-8.8 / 10.2-10.3 ms, 3/2 6.5-6.6 / 6.6-6.7 (a prefix
+#   of 16, 32, 64 and 128 took 8.0, 7.1, 6.5 and 7.2 ms), 1.7 11.6 / 13.5, 1.25 10.7 /
+#   10.8, 1.2 14.8 / 14.2, 2 5.6 / 5.95 (the 8 largest by topk);
+# - 3/2: K = 64 to 1024 25.6, 21.8, 21.3, 16.7, 14.5 / 19.3, 16.4, 16.4, 14.6, 14.0 ms,
+#   768 16.0 / 14.2, 2048 12.7 / 13.2, 8192 11.9 / 14.0 (its evaluations have no
+#   transcendental: the start pays on long rows only);
+# - 1.3: K = 64 to 256 36.0, 30.3, 26.4 / 28.5, 24.0, 22.7 (and 24.5 / 21.6), 512 21.0 /
+#   20.9 (and 19.6 / 20.5), 768 20.8 / 21.5, 1024 19.4 / 21.0, 8192 18.4 / 22.8;
+# - 1.7 and 1.9 gained at every K from 256 (1.7: 22.3 / 26.9 to 21.8 / 27.3), 1.25 lost
+#   at 256 and 512 (26.4 / 21.9, 21.4 / 18.2): hence PREFIX_ALPHA;
+# - sparsemax against the earlier start from the 8 largest (topk): (100000, 64) 52-53 /
+#   63-64 ms, (16384, 128) 15.2-15.6 / 18.9-19.4, (256, 4096) 6.0-6.2 / 5.9-6.1.
+PREFIX_ALPHA = 1.3
 PREFIX_WIDTH = {2.0: 32, 1.5: 64}
 PREFIX_SHARE = 4
+PREFIX_MIN_LENGTH = {2.0: 32, 1.5: 2048}
+PREFIX_MIN_LENGTH_OTHERS = 512
 
 # The eager Newton loop (a Python-float alpha <= 2, calls of at least COMPACT_ELEMENTS
 # values) finishes its last rows apart once at most a fraction STRAGGLERS of them is
