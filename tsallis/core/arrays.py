@@ -240,17 +240,16 @@ def largest(x: Array, k: int, ordered: bool = True) -> Array:
     no particular order (``ordered=False``).
 
     NumPy arrays and CPU tensors: a partition (linear in the axis length), then a sort
-    of the k; CUDA tensors, and CPU tensors for k <= 8: topk. On the CPU (torch 2.13,
-    float32 (1024, 1000)) Torch's topk took 0.8 ms for k = 4, 1.2 ms for 8 and 3.5 to
-    4.3 ms for 16 to 256, NumPy's partition 1.5 ms for any k. A CPU tensor comes back
-    as a tensor.
+    of the k; CUDA tensors: topk. On the CPU (torch 2.13, float32 (1024, 1000)) Torch's
+    topk took 1.2 ms for k = 8 and 3.5 to 4.3 ms for 16 to 256, NumPy's partition 1.5 ms
+    for any k. A CPU tensor comes back as a tensor.
 
     Examples:
         >>> import numpy as np
         >>> largest(np.array([0.5, 3.0, -1.0, 2.0]), 2)
         array([3., 2.])
     """
-    if is_torch_array(x) and (x.device.type != "cpu" or k <= 8):
+    if is_torch_array(x) and x.device.type != "cpu":
         return x.topk(k, dim=-1, sorted=ordered).values
     values = x.detach().numpy() if is_torch_array(x) else x
     size = values.shape[-1]
