@@ -218,7 +218,7 @@ def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     z[:64] *= 10
     top = z.amax(-1, keepdim=True)
     width = core._prefix_width(z, alpha, True)
-    start = core._prefix_start(z, top, alpha, width, lambda t: t.numpy(), None)
+    start, held = core._prefix_start(z, top, alpha, width, lambda t: t.numpy(), None)
     z64 = z.double()
     exact = torch.from_numpy(core.entmax_newton(z64, alpha, threshold=True))
     base = (1 + (alpha - 1) * (z64 - z64.amax(-1, keepdim=True) - exact)).clamp_min(0)
@@ -226,6 +226,7 @@ def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     assert bool((base.sort(-1, descending=True).values[:, width - 1] == 0).all())  # held
     ulp = np.spacing(np.maximum(exact.abs().numpy(), 1).astype(np.float32))
     assert bool((np.abs(start.astype(np.float64) - exact.numpy()) <= 2 * ulp).all())
+    assert bool(held.all())  # every row known to be at its shift: one evaluation
 
 
 def test_rows_finished_apart_change_nothing(monkeypatch):
@@ -567,12 +568,24 @@ def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
                 total, book_alpha = total.numpy(), a if isinstance(a, float) else a.numpy()
             else:
                 book_alpha = a
-            p, s = work.normalized(book_alpha, total, True)
+            book_slope = slope.numpy() if incremental else slope
+            p, s, _ = work.normalized(book_alpha, total, True, book_slope)
             total, slope = torch.as_tensor(total), torch.as_tensor(slope)
             assert (total - mass).abs().max() <= 1e-13
             assert (p - normalized).abs().max() <= 1e-14
             want_s = core.gppr_weights(normalized, alpha)
             assert (s - want_s).abs().max() <= 1e-13 * max(1.0, float(want_s.abs().max()))
+            # "unit" (entmax_map): s / sum(s) and sum(s), from the same evaluation
+            for last in (False, True):  # p in s's buffer, or apart (work.final)
+                work = core._Buffers(z, top, a, incremental, to_work, form)
+                work.final = last
+                core._evaluate(book, a, work, False, to_work)
+                p, unit, scale = work.normalized(book_alpha, total.numpy() if incremental
+                                                 else total, "unit", book_slope)  # fmt: skip
+                want_scale = want_s.sum(-1, keepdim=True)
+                assert (p - normalized).abs().max() <= 1e-14
+                assert ((scale - want_scale).abs() / want_scale).max() <= 1e-13
+                assert (unit - want_s / want_scale).abs().max() <= 1e-14
             # the slope: sum s before normalization, s of the normalized map times
             # total^(2 - alpha)
             unnormalized = want_s.sum(-1, keepdim=True) * mass ** (2 - alpha)

@@ -93,8 +93,9 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
 def _forward(
     x: torch.Tensor, dim: int, alpha: float | torch.Tensor, mask: torch.Tensor | None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """p along dim in the working dtype (see the module docstring), and s = p^(2-alpha)
-    for the backward (the support indicator for alpha = 2)."""
+    """p along dim in the working dtype (see the module docstring), and for the backward
+    s / sum(s) for s = p^(2-alpha) and sum(s) (size 1 along dim), or None, None
+    (_core.entmax_map)."""
     compiling = torch.compiler.is_compiling()
     work = torch.float32 if x.dtype in _HALF else x.dtype
     if isinstance(alpha, float):
@@ -124,11 +125,15 @@ def _forward(
     # step (3-10 steps), also on CUDA, where 64 fixed steps would launch about 3000
     # small kernels. Under torch.compile the loop is a while_loop on the device.
     on_host = not compiling
-    p, s = _core.entmax_map(z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP)
+    p, s, scale = _core.entmax_map(
+        z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP
+    )
     if has_empty:
         p = p.masked_fill(empty, 0.0)
         s = None if s is None else s.masked_fill(empty, 0.0)
-    return p.movedim(-1, dim), None if s is None else s.movedim(-1, dim)
+    if s is None:
+        return p.movedim(-1, dim), None, None
+    return p.movedim(-1, dim), s.movedim(-1, dim), scale.movedim(-1, dim)
 
 
 class _EntmaxFunction(torch.autograd.Function):
@@ -136,19 +141,20 @@ class _EntmaxFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, alpha_tensor, dim, alpha, mask):  # noqa: ANN001, ANN205
-        p, s = _forward(x, dim, alpha if alpha_tensor is None else alpha_tensor, mask)
+        p, s, scale = _forward(x, dim, alpha if alpha_tensor is None else alpha_tensor, mask)
         if s is not None and torch.compiler.is_compiling():
             # Dynamo refuses a saved tensor that aliases another inside the traced
             # Function ("an intermediate tensor ... aliases an input or output"): s can
-            # be a view of the loop's work buffers. Eager mode saves it as it is.
+            # be a view of the loop's work buffers (or p itself, at alpha = 1). Eager
+            # mode saves it as it is.
             s = s.clone()
-        ctx.save_for_backward(p, s, alpha_tensor)
+        ctx.save_for_backward(p, s, scale, alpha_tensor)
         ctx.dim, ctx.alpha = dim, alpha
         return p
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001, ANN205
-        p, s, alpha_tensor = ctx.saved_tensors
+        p, s, scale, alpha_tensor = ctx.saved_tensors
         dim = ctx.dim
         a = ctx.alpha if alpha_tensor is None else alpha_tensor.to(p.dtype).movedim(dim, -1)
         with_alpha = alpha_tensor is not None and ctx.needs_input_grad[1]
@@ -158,6 +164,7 @@ class _EntmaxFunction(torch.autograd.Function):
             a,
             with_alpha,
             None if s is None else s.movedim(dim, -1),
+            None if scale is None else scale.movedim(dim, -1),
         )
         dx = dz.movedim(-1, dim)
         if not with_alpha:
@@ -208,7 +215,7 @@ def entmax(
     if needs:
         p = _EntmaxFunction.apply(x, alpha_tensor, dim, scalar, mask)
     else:
-        p, _ = _forward(x, dim, value, mask)
+        p = _forward(x, dim, value, mask)[0]
     return p.to(x.dtype)
 
 
