@@ -192,6 +192,7 @@ class _Buffers:
         incremental: bool = False,
         to_work: Callable = lambda c: c,
         form: str | None = None,
+        gap: Array | None = None,
     ) -> None:
         xp, lib = _xs.namespace(z), _xs.native(z)
         self.z, self.top, self.to_work = z, top, to_work
@@ -203,7 +204,10 @@ class _Buffers:
         def fresh() -> Array:  # C order whatever z's strides: the same sums, bit for bit
             return xp.empty(z.shape, dtype=z.dtype, device=_device(z))
 
-        self.origin = fresh()
+        # max - z (C order, the caller's: _prefix_start), from which the first move forms
+        # y in place; it is then the state's buffer
+        self.gap = gap if self.incremental and gap is not None else None
+        self.origin = fresh() if self.gap is None else self.gap
         if self.form is None:
             scale = alpha - 1 if isinstance(alpha, float) and alpha != 1.0 else None
             _shifted(z, top, scale, out=self.origin)
@@ -228,9 +232,14 @@ class _Buffers:
             shifted = _shifted(self.z, self.top, self.scale, out=out)
             return lib.add(shifted, self.lead, out=out)
         offset = self.to_work(self.lead - self.scale * c)  # per row
-        if is_torch_array(out):  # offset + (alpha - 1)(z - max): two passes
+        gap, self.gap = self.gap, None  # max - z, once: out is its buffer (the first move)
+        if is_torch_array(out):  # offset + (alpha - 1)(z - max): two passes (one from gap)
+            if gap is not None:  # offset - (alpha - 1)(max - z): the same bits
+                return lib.add(offset, gap, alpha=-self.scale, out=out)
             shifted = lib.subtract(self.z, self.top, out=out)
             return lib.add(offset, shifted, alpha=self.scale, out=out)
+        if gap is not None:
+            return lib.add(lib.multiply(gap, -self.scale, out=out), offset, out=out)
         return lib.add(_shifted(self.z, self.top, self.scale, out=out), offset, out=out)
 
     def move(self, c: Array) -> None:
@@ -449,10 +458,11 @@ def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
 
 
 def _prefix_start(
-    z: Array, top: Array, alpha: float, width: int, to_book: Callable, steps: int | None
+    gap: Array, alpha: float, width: int, to_book: Callable, steps: int | None
 ) -> tuple[Array, Array]:
     """(c, held): the shift c (relative to the row maximum, in the loop's namespace) of
-    each row's ``width`` largest entries alone, and the rows whose support they hold.
+    each row's ``width`` largest entries alone, and the rows whose support they hold;
+    ``gap`` is max - z (>= 0: the entries' order as integers, _xs.smallest).
 
     c is a lower bound of the row's shift (the mass of a subset is at most the whole's at
     every c, so the subset reaches 1 first), and the shift itself where the subset's
@@ -466,17 +476,18 @@ def _prefix_start(
     alpha = 2 and 3/2 take the sort-based threshold of the subset (_sorted_threshold),
     other alphas entmax_newton on it.
     """
-    xp = _xs.namespace(z)
+    xp = _xs.namespace(gap)
     scale = alpha - 1
     if alpha in (2.0, 1.5):  # 1 + (alpha - 1)(z - max - c) = u - tau, u = (alpha - 1)(z - max)
-        ordered = xp.maximum((_xs.largest(z, width) - top) * scale, -2.0)
+        ordered = xp.maximum(_xs.smallest(gap, width) * -scale, -2.0)
         c = to_book(xp.maximum((_sorted_threshold(ordered, alpha) + 1.0) / scale, 0.0))
         smallest = to_book(ordered[..., -1:]) / scale
-    else:  # (z's maximum is the subset's: the loop forms (z - max) in its first pass)
-        subset = _xs.largest(z, width, ordered=False)
-        c = entmax_newton(subset, alpha, steps, True, top=top, threshold=True)
-        smallest = to_book(xp.min(subset, axis=-1, keepdims=True) - top)
-    eps = float(_xs.native(z).finfo(z.dtype).eps)
+    else:  # z - max = -(max - z) exactly: the values the full loop forms
+        subset = -_xs.smallest(gap, width, ordered=False)
+        c = entmax_newton(subset, alpha, steps, True, top=xp.zeros_like(subset[..., :1]),
+                          threshold=True)  # fmt: skip
+        smallest = to_book(xp.min(subset, axis=-1, keepdims=True))
+    eps = float(_xs.native(gap).finfo(gap.dtype).eps)
     return c, 1 + scale * (smallest - c) <= -4 * eps
 
 
@@ -590,20 +601,23 @@ def entmax_newton(
         hi = lo + _UPPER_SHIFTS[size, alpha]
     else:
         hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
-    held = None  # the rows whose shift the start from the largest entries is
+    held, gap = None, None  # the rows whose shift the start from the largest entries is
     if start is not None:  # rows finished apart (see the loop)
         c, lo, hi = start
     else:
         c = lo
         if not threshold and (width := _prefix_width(z, alpha, on_host)) is not None:
+            # max - z: the start's partition orders it as integers, and the loop's state
+            # is formed from it in place (_Buffers)
+            gap = _xs.native(z).subtract(top, z)
             # lo stays the bracket's end: a start rounded above c is mended from the right
-            c, held = _prefix_start(z, top, alpha, width, to_book, steps)
+            c, held = _prefix_start(gap, alpha, width, to_book, steps)
             held, c = held & (c <= hi), xp.minimum(c, hi)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     # in place from step to step where the per-row values are NumPy's (_Buffers)
     form = _clamped_form(alpha_work)
-    work = _Buffers(z, top, alpha_work, isinstance(lo, np.ndarray), to_work, form)
+    work = _Buffers(z, top, alpha_work, isinstance(lo, np.ndarray), to_work, form, gap)
     at_c = False
     # Halley's method for the first HALLEY_STEPS steps, where Newton's model of h is
     # poorest (the support is still shrinking): for N(0, 1) scores it saved one of
@@ -880,10 +894,11 @@ def entmax_map(
     on_host: bool = True,
     top: Array | None = None,
     loop: Callable | None = None,
+    slopes: bool = True,
 ) -> tuple[Array, Array | None, Array | None]:
     """alpha-entmax over the last axis, with what the backward needs: (p, s / sum(s),
     sum(s) per row) for s = p^(2-alpha) (entmax_newton's ``slopes="unit"``), or (p, None,
-    None).
+    None) (also without ``slopes``: a forward alone).
 
     alpha = 2 and 3/2 (Python floats) on at most tuning.SORT_ELEMENTS values take their
     sort-based closed forms in eager mode (fewer, larger operations: a B = 1 call
@@ -895,6 +910,8 @@ def entmax_map(
     short = elements <= T.SORT_ELEMENTS and not _xs._torch_compiling(z)  # (a graph break)
     if isinstance(alpha, float) and alpha in (1.5, 2.0) and short:
         return (sparsemax_sorted(z) if alpha == 2.0 else entmax15_sorted(z)), None, None
+    if not slopes:
+        return entmax_newton(z, alpha, steps, on_host, top=top, loop=loop), None, None
     return entmax_newton(z, alpha, steps, on_host, slopes="unit", top=top, loop=loop)
 
 
