@@ -202,6 +202,31 @@ def test_prefix_start_changes_nothing(monkeypatch, library):
                 assert int((p > 0).sum(-1).max()) > core._prefix_width(data, alpha, True)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("scratch", [False, True])
+def test_smallest_gaps_by_their_bits_are_the_sorted_ones(dtype, scratch):
+    """arrays.smallest partitions the bits of non-negative floats as integers: the k
+    smallest equal the first k of a sort exactly, with +inf (the gap of a -inf entry),
+    ties, 0 and -0 (max - max where max is -0), in NumPy and as a CPU tensor; scratch
+    reorders the input in place, and only then."""
+    from tsallis.core import arrays
+
+    gen = np.random.default_rng(4)
+    gap = np.abs(gen.standard_normal((64, 300))).astype(dtype)
+    gap[:, ::7] = np.inf
+    gap[:, 5:9] = gap[:, 3:4]  # ties
+    gap[:, 11] = 0.0
+    gap[:32, 12] = -0.0
+    for k in (1, 8, 75, 299):
+        want = np.sort(gap, axis=-1)[:, :k]
+        for data in (gap.copy(), torch.from_numpy(gap.copy())):
+            got = arrays.smallest(data, k, scratch=scratch)
+            assert np.array_equal(np.asarray(got), want)
+            unordered = np.sort(np.asarray(arrays.smallest(data, k, False, scratch)), axis=-1)
+            assert np.array_equal(unordered, want)
+            assert np.array_equal(np.asarray(data), gap) != scratch or k == 1
+
+
 @pytest.mark.parametrize("alpha", [1.3, 1.5, 1.7, 2.0])
 def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     """Where the prefix holds the support, the float32 start is the shift itself: within

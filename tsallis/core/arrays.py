@@ -235,9 +235,10 @@ def constant(name: str) -> Any:
     return globals()[name]
 
 
-def smallest(gap: Array, k: int, ordered: bool = True) -> Array:
-    """The k smallest values of ``gap`` (floating, >= 0 or NaN-free with +inf) along the
-    last axis, (..., k): in increasing order, or in no particular order (``ordered=False``).
+def smallest(gap: Array, k: int, ordered: bool = True, scratch: bool = False) -> Array:
+    """The k smallest values of ``gap`` (floating, >= 0 or +inf) along the last axis,
+    (..., k): in increasing order, or in no particular order (``ordered=False``).
+    ``scratch``: gap may be reordered in place (no copy of the whole array).
 
     NumPy arrays and CPU tensors: a partition (linear in the axis length) of the values'
     bits as integers, whose order is the floats' for non-negative values (-0.0, the gap
@@ -256,7 +257,11 @@ def smallest(gap: Array, k: int, ordered: bool = True) -> Array:
         return gap.topk(k, dim=-1, largest=False, sorted=ordered).values
     values = gap.detach().numpy() if is_torch_array(gap) else gap
     bits = values.view(np.dtype(f"i{values.dtype.itemsize}"))
-    part = np.partition(bits, k - 1, axis=-1)[..., :k].view(values.dtype)
+    if scratch and bits.flags.c_contiguous:
+        bits.partition(k - 1, axis=-1)  # in place
+        part = bits[..., :k].view(values.dtype)
+    else:
+        part = np.partition(bits, k - 1, axis=-1)[..., :k].view(values.dtype)
     part = np.sort(part, axis=-1) if ordered else part
     # a copy: a view would keep the whole partitioned copy alive (at (65536, 1000) the
     # peak memory of a forward and backward rose from 767 to 1014 MB)

@@ -158,6 +158,10 @@ def _shifted(z: Array, top: Array, scale: float | None, out: Array | None = None
     return shifted
 
 
+def _c_order(a: Array) -> bool:
+    return a.is_contiguous() if is_torch_array(a) else a.flags.c_contiguous
+
+
 class _Buffers:
     """The Newton loop's (..., K) arrays, formed once and reused by every step (see
     arrays.native).
@@ -192,7 +196,7 @@ class _Buffers:
         incremental: bool = False,
         to_work: Callable = lambda c: c,
         form: str | None = None,
-        gap: Array | None = None,
+        scratch: Array | None = None,
     ) -> None:
         xp, lib = _xs.namespace(z), _xs.native(z)
         self.z, self.top, self.to_work = z, top, to_work
@@ -204,10 +208,9 @@ class _Buffers:
         def fresh() -> Array:  # C order whatever z's strides: the same sums, bit for bit
             return xp.empty(z.shape, dtype=z.dtype, device=_device(z))
 
-        # max - z (C order, the caller's: _prefix_start), from which the first move forms
-        # y in place; it is then the state's buffer
-        self.gap = gap if self.incremental and gap is not None else None
-        self.origin = fresh() if self.gap is None else self.gap
+        # a scratch array of z's shape (_prefix_start's) for the state, if in C order
+        usable = self.incremental and scratch is not None and _c_order(scratch)
+        self.origin = scratch if usable else fresh()
         if self.form is None:
             scale = alpha - 1 if isinstance(alpha, float) and alpha != 1.0 else None
             _shifted(z, top, scale, out=self.origin)
@@ -232,14 +235,9 @@ class _Buffers:
             shifted = _shifted(self.z, self.top, self.scale, out=out)
             return lib.add(shifted, self.lead, out=out)
         offset = self.to_work(self.lead - self.scale * c)  # per row
-        gap, self.gap = self.gap, None  # max - z, once: out is its buffer (the first move)
-        if is_torch_array(out):  # offset + (alpha - 1)(z - max): two passes (one from gap)
-            if gap is not None:  # offset - (alpha - 1)(max - z): the same bits
-                return lib.add(offset, gap, alpha=-self.scale, out=out)
+        if is_torch_array(out):  # offset + (alpha - 1)(z - max): two passes
             shifted = lib.subtract(self.z, self.top, out=out)
             return lib.add(offset, shifted, alpha=self.scale, out=out)
-        if gap is not None:
-            return lib.add(lib.multiply(gap, -self.scale, out=out), offset, out=out)
         return lib.add(_shifted(self.z, self.top, self.scale, out=out), offset, out=out)
 
     def move(self, c: Array) -> None:
@@ -462,7 +460,8 @@ def _prefix_start(
 ) -> tuple[Array, Array]:
     """(c, held): the shift c (relative to the row maximum, in the loop's namespace) of
     each row's ``width`` largest entries alone, and the rows whose support they hold;
-    ``gap`` is max - z (>= 0: the entries' order as integers, _xs.smallest).
+    ``gap`` is max - z (>= 0: the entries' order as integers, _xs.smallest), a scratch
+    array: it is reordered in place.
 
     c is a lower bound of the row's shift (the mass of a subset is at most the whole's at
     every c, so the subset reaches 1 first), and the shift itself where the subset's
@@ -479,11 +478,11 @@ def _prefix_start(
     xp = _xs.namespace(gap)
     scale = alpha - 1
     if alpha in (2.0, 1.5):  # 1 + (alpha - 1)(z - max - c) = u - tau, u = (alpha - 1)(z - max)
-        ordered = xp.maximum(_xs.smallest(gap, width) * -scale, -2.0)
+        ordered = xp.maximum(_xs.smallest(gap, width, scratch=True) * -scale, -2.0)
         c = to_book(xp.maximum((_sorted_threshold(ordered, alpha) + 1.0) / scale, 0.0))
         smallest = to_book(ordered[..., -1:]) / scale
     else:  # z - max = -(max - z) exactly: the values the full loop forms
-        subset = -_xs.smallest(gap, width, ordered=False)
+        subset = -_xs.smallest(gap, width, ordered=False, scratch=True)
         c = entmax_newton(subset, alpha, steps, True, top=xp.zeros_like(subset[..., :1]),
                           threshold=True)  # fmt: skip
         smallest = to_book(xp.min(subset, axis=-1, keepdims=True))
@@ -607,8 +606,8 @@ def entmax_newton(
     else:
         c = lo
         if not threshold and (width := _prefix_width(z, alpha, on_host)) is not None:
-            # max - z: the start's partition orders it as integers, and the loop's state
-            # is formed from it in place (_Buffers)
+            # max - z: the start's partition orders it as integers, in place (no copy of
+            # z), and the loop then forms its state in that buffer (_Buffers)
             gap = _xs.native(z).subtract(top, z)
             # lo stays the bracket's end: a start rounded above c is mended from the right
             c, held = _prefix_start(gap, alpha, width, to_book, steps)
