@@ -159,6 +159,7 @@ def _shifted(z: Array, top: Array, scale: float | None, out: Array | None = None
 
 
 def _c_order(a: Array) -> bool:
+    """Whether a NumPy array or a tensor is laid out in C order."""
     return a.is_contiguous() if is_torch_array(a) else a.flags.c_contiguous
 
 
@@ -596,11 +597,13 @@ def entmax_newton(
     # c = -log_{2-alpha}(1/K): every entry has at most 1/K there
     if isinstance(alpha, float) and xp is np:  # one value for every row (50 us less)
         if (size, alpha) not in _UPPER_SHIFTS:  # (eager only: xp is NumPy there)
+            if len(_UPPER_SHIFTS) >= 4096:  # (a schedule of alphas: bounded)
+                _UPPER_SHIFTS.clear()
             _UPPER_SHIFTS[size, alpha] = -float(_deformed.log_beta(np.float64(1 / size), 2 - alpha))
         hi = lo + _UPPER_SHIFTS[size, alpha]
     else:
         hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
-    held, gap = None, None  # the rows whose shift the start from the largest entries is
+    held, gap = None, None  # (the start from the largest entries: rows it holds, max - z)
     if start is not None:  # rows finished apart (see the loop)
         c, lo, hi = start
     else:
