@@ -182,8 +182,9 @@ class _Buffers:
     loop's c rise while g >= 0: Newton's method on the convex, decreasing h from the
     left). In place one array is read and written (float32 (1024, 1000): 0.044 ms here,
     it stays in the L2 caches), where forming y anew reads one and writes another (0.14
-    ms). Otherwise y is formed from ``origin``, y at c = 0 (after a fall, from z: then
-    origin is y itself).
+    ms); its first move, and a move after a fall, form y at c from z in two passes
+    (``scratch``: a C-order array of z's shape to hold it, _prefix_start's). Otherwise
+    every move forms y from ``origin``, y at c = 0.
 
     Other alphas: ``origin`` holds z - max, scaled by alpha - 1 at a Python-float alpha
     but 1, and ``x``, ``p``, ``s`` are _mass's work arrays.
@@ -646,9 +647,10 @@ def entmax_newton(
         # (on a fixed support) for sparsemax, so near-exact steps in between (measured
         # 3-10 steps against 7-15 for Newton on g). Above 2: Newton on g. (At alpha = 2,
         # h = g; as a Python float it skips the deformed logarithm's operations.)
-        newton = c + g / safe_slope if rising is not True else None  # (Newton on g)
-        if isinstance(alpha, float) and alpha == 2.0:
-            new = c + g / safe_slope
+        two = isinstance(alpha, float) and alpha == 2.0
+        newton = c + g / safe_slope if two or rising is not True else None  # (on g)
+        if two:
+            new = newton
         else:
             h = _deformed.log_beta(total, 2 - alpha)  # generated, smooth through alpha = 1
             deformed = c + h * _power(total, 2 - alpha) / safe_slope

@@ -302,6 +302,12 @@ BASE_FORM_ALPHA = 1.25
 #   at 256 and 512 (26.4 / 21.9, 21.4 / 18.2): hence PREFIX_ALPHA;
 # - sparsemax against the earlier start from the 8 largest (topk): (100000, 64) 52-53 /
 #   63-64 ms, (16384, 128) 15.2-15.6 / 18.9-19.4, (256, 4096) 6.0-6.2 / 5.9-6.1.
+# Re-checked after the held rows, the partition of max - z's bits and the fused backward
+# (one process, alternating, changed / current value): 3/2 from 128 entries (1024, 1000)
+# 4.84-4.85 / 4.65-4.70 ms, (4096, 256) 6.8-6.9 / 5.6; others from 128 entries (8192,
+# 128) 10.7 / 9.0, from 1024 (1024, 1000) 7.70 / 6.45; PREFIX_SHARE 5 at 1.3, (1024,
+# 1000): N(0, 1) rows 5.9-6.1 / 6.1-6.5, but N(0, 0.7^2) rows (supports of 141 to 300)
+# 7.4 / 6.8, so a quarter it stays.
 PREFIX_ALPHA = 1.3
 PREFIX_WIDTH = {2.0: 32, 1.5: 64}
 PREFIX_SHARE = 4
