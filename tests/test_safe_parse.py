@@ -242,6 +242,7 @@ def _has_undefined_part(text: str) -> bool:
 @example("(sqrt(-(1)))**2")  # a complex base was refused as "more than 2000 digits"
 @example("atan(((1 / 0))**1)")  # SymPy: AccumBounds(-pi/2, pi/2); was accepted
 @example("((t / 0))**0")  # SymPy makes the whole 1, but its part t/0 is zoo*t
+@example("(exp(exp(7)))**1")  # 10^476: its size overflowed a float, and it was refused
 def test_grammar_agrees_with_sympify(text):
     """On the accepted grammar the tree-built expression equals SymPy's own parse; what
     is refused has a part that SymPy finds undefined or not real."""
@@ -265,3 +266,14 @@ def test_undefined_parts_are_refused_where_they_occur(text, piece):
     with pytest.raises(ValueError, match="is not finite") as error:
         parse_formula(text, {"t": T}, "g")
     assert piece in str(error.value)
+
+
+def test_digit_limit_counts_numbers_beyond_float_range():
+    """A power's digit count comes from log10 of its base, also beyond float range:
+    exp(exp(7)) (476 digits) to the 1st and 4th power is accepted, to the 5th (2382
+    digits, over MAX_DIGITS = 2000) refused; 0**3 has no digits."""
+    assert parse_formula("(exp(exp(7)))**4 + t", {"t": T}, "g") == sp.exp(4 * sp.exp(7)) + T
+    assert parse_formula("(exp(exp(7)))**1", {"t": T}, "g") == sp.exp(sp.exp(7))
+    assert parse_formula("0**3 + t", {"t": T}, "g") == T
+    with pytest.raises(ValueError, match="more than 2000 digits"):
+        parse_formula("(exp(exp(7)))**5", {"t": T}, "g")

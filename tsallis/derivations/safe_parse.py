@@ -139,16 +139,31 @@ def _depth(root: ast.AST) -> int:
     return deepest
 
 
-def _magnitude(value: sp.Expr, real: bool = True) -> float:
-    """|value| as a float: inf when it does not fit; nan when it is undefined, or not
-    real while ``real`` (a complex value's size is its modulus otherwise)."""
+def _magnitude(value: sp.Expr) -> float:
+    """|value| as a float: inf when it does not fit; nan when it is undefined or not real."""
     number = sp.N(value, 15)
-    if real and not number.is_real:
+    if not number.is_real:
         return math.nan
     try:
         return abs(complex(number))
     except (OverflowError, TypeError):
         return math.nan if number.has(sp.nan) else math.inf
+
+
+def _log10_size(value: sp.Expr) -> float:
+    """log10 of |value| (a complex value's modulus) from SymPy's floats, whose exponent
+    has no limit: exp(exp(7)), about 10^476, has one, where a float overflowed and its
+    power was refused as having more than MAX_DIGITS digits. -inf at 0, inf or nan where
+    value is not finite."""
+    try:
+        number = sp.N(sp.Abs(value), 15)
+        if number.has(sp.nan) or not number.is_number:
+            return math.nan
+        if number.has(sp.oo, sp.zoo):
+            return math.inf
+        return -math.inf if number == 0 else float(sp.N(sp.log(number, 10), 15))
+    except (TypeError, ValueError):
+        return math.nan
 
 
 def _check_power(base: sp.Expr, exponent: sp.Expr, piece: str) -> None:
@@ -163,11 +178,8 @@ def _check_power(base: sp.Expr, exponent: sp.Expr, piece: str) -> None:
     if base.is_number and size > 0:
         # an intermediate base may be complex, e.g. sqrt(-1) in (sqrt(-1))**2 = -1:
         # its size is its modulus
-        scale = _magnitude(base, real=False)
-        if scale > 0 and math.isfinite(scale):
-            digits = size * abs(math.log10(scale))
-        else:
-            digits = math.inf if scale != 0 else 0.0
+        scale = _log10_size(base)
+        digits = 0.0 if scale == -math.inf else size * abs(scale)  # (nan: refused)
         if digits > MAX_DIGITS:
             raise _RefusedError(f"{piece} has more than {MAX_DIGITS} digits")
 
