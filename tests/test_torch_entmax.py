@@ -184,8 +184,9 @@ def test_prefix_start_changes_nothing(monkeypatch, library):
     monkeypatch.setattr(tuning, "PREFIX_ALPHA", 1.25)
     gen = torch.Generator().manual_seed(5)
     started = []
-    original = core._prefix_start
-    monkeypatch.setattr(core, "_prefix_start", lambda *a: started.append(1) or original(*a))
+    for name in ("_prefix_start", "_prefix_map"):  # (alpha = 2 and 3/2, other alphas)
+        original = getattr(core, name)
+        monkeypatch.setattr(core, name, lambda *a, f=original: started.append(1) or f(*a))
     for z in (torch.randn(100, 1000, generator=gen, dtype=F64), _hard_rows(F64)):
         data = z if library == "torch" else z.numpy()
         for alpha in (1.25, 1.3, 1.5, 1.7, 2.0):
@@ -247,6 +248,97 @@ def test_smallest_gaps_by_their_bits_are_the_sorted_ones(dtype, scratch):
             assert np.array_equal(np.asarray(data), gap) != scratch or k == 1
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_smallest_columns_hold_the_smallest_gaps(dtype):
+    """arrays.smallest_columns: k distinct columns per row whose values are the k
+    smallest up to the truncation of their low bits (exactly so in float64, whose 43
+    remaining bits tell these values apart; within a relative 2^-13 of the bound in
+    float32), every other value at least the bound and the bound at most the largest
+    of the k; with +inf (a -inf entry's gap, +inf as bound where one is taken), ties, 0
+    and -0, in NumPy and as a CPU tensor (int64 columns, the input overwritten)."""
+    from tsallis.core import arrays
+
+    gen = np.random.default_rng(7)
+    gap = np.abs(gen.standard_normal((64, 300))).astype(dtype)
+    gap[:, ::7] = np.inf
+    gap[:, 5:9] = gap[:, 3:4]  # ties
+    gap[:, 11] = 0.0
+    gap[:32, 12] = -0.0
+    gap[60:, :290] = np.inf  # rows with 10 finite entries: +inf among the k
+    for k in (1, 8, 75, 299):
+        want = np.sort(gap, axis=-1)
+        for data in (gap.copy(), torch.from_numpy(gap.copy())):
+            columns, bound = arrays.smallest_columns(data, k)
+            assert not np.array_equal(np.asarray(data), gap)  # scratch
+            if isinstance(data, torch.Tensor):
+                assert columns.dtype == torch.int64 and isinstance(bound, torch.Tensor)
+            columns, bound = np.asarray(columns), np.asarray(bound)
+            assert columns.shape == (64, k) and bound.shape == (64, 1)
+            assert all(len(set(row)) == k for row in columns.tolist())
+            inside = np.sort(np.take_along_axis(gap, columns, -1), axis=-1)
+            outside = np.ones_like(gap, dtype=bool)
+            np.put_along_axis(outside, columns, False, -1)
+            assert bool((np.where(outside, gap, np.inf) >= bound).all())
+            assert bool((bound[:, 0] <= inside[:, -1]).all())
+            assert np.isinf(bound[60:]).all() == (k > 10)
+            if dtype == np.float64:
+                assert np.array_equal(inside, want[:, :k])
+            else:
+                assert bool((inside <= want[:, k - 1 : k] * (1 + 2.0**-13)).all())
+
+
+def test_gradient_on_the_columns_of_the_largest_entries():
+    """Where each row's largest quarter holds its support (_prefix_map), the forward
+    keeps s / sum(s) on those columns (ColumnSlopes) and the backward gathers g there
+    and scatters dL/dz: within 1e-13 of s (g - <s, g> / sum s), s = p^(2 - alpha), in
+    float64 at alpha = 1.3 and 1.7, along dim 0 and 1, with masked entries; with fully
+    masked rows (filled with zeros before the map: their support is the row) and rows
+    whose support is wider than the quarter, s is scattered (checked)."""
+    from tsallis.core import discrete as core
+
+    gen = torch.Generator().manual_seed(8)
+    z = torch.randn(128, 1000, generator=gen, dtype=F64)
+    partial = torch.ones(128, 1000, dtype=torch.bool)
+    partial[:, 100:400] = False
+    empty = partial.clone()
+    empty[:3] = False  # no valid entry: zeros (their rows of 0 hold the whole row)
+    wide = z.clone()
+    wide[:5] *= 0.01  # nearly flat rows: supports wider than 250 (checked)
+    kinds = []
+    original = core.entmax_map
+
+    def recorded(*args, **kwargs):
+        out = original(*args, **kwargs)
+        kinds.append(out[1])
+        return out
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(core, "entmax_map", recorded)
+        for alpha in (1.3, 1.7):
+            cases = (
+                (z, None, 1),
+                (z.t(), None, 0),
+                (z, partial, 1),
+                (z, empty, 1),
+                (wide, None, 1),
+            )
+            for data, m, dim in cases:
+                x = data.clone().requires_grad_()
+                g = torch.randn(data.shape, generator=gen, dtype=F64)
+                p = entmax(x, alpha, dim=dim, mask=m)
+                (p * g).sum().backward()
+                p, g, grad = (v.detach().movedim(dim, -1) for v in (p, g, x.grad))
+                s = p ** (2 - alpha)
+                total = s.sum(-1, keepdim=True).clamp_min(1e-300)
+                want = s * (g - (s * g).sum(-1, keepdim=True) / total)
+                assert (grad - want).abs().max() <= 1e-13, (alpha, dim)
+                if data is wide:
+                    assert int((p[:5] > 0).sum(-1).min()) > 250
+    assert [isinstance(k, core.ColumnSlopes) for k in kinds] == [True] * 3 + [False] * 2 + [
+        True
+    ] * 3 + [False] * 2
+
+
 @pytest.mark.parametrize("alpha", [1.3, 1.5, 1.7, 2.0])
 def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     """Where the prefix holds the support, the float32 start is the shift itself: within
@@ -254,8 +346,8 @@ def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     where the start is the prefix loop's last step below sqrt(eps), and 0.5 at 3/2, whose
     variances are summed in float64: in float32 they left it 8 ulps off). The float64
     shift comes from the loop's threshold mode, whose mass at c is 1 within 1e-13."""
+    from tsallis.core import arrays, tuning
     from tsallis.core import discrete as core
-    from tsallis.core import tuning
 
     monkeypatch.setattr(tuning, "PREFIX_MIN_LENGTH", {})  # (3/2 takes it from 2048)
     gen = torch.Generator().manual_seed(3)
@@ -263,7 +355,12 @@ def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     z[:64] *= 10
     top = z.amax(-1, keepdim=True)
     width = core._prefix_width(z, alpha, True)
-    start, held = core._prefix_start(top - z, alpha, width, lambda t: t.numpy(), None)
+    if alpha in tuning.PREFIX_WIDTH:
+        start, held = core._prefix_start(top - z, alpha, width, lambda t: t.numpy())
+    else:  # the columns of the largest entries, their shift alone
+        columns, bound = arrays.smallest_columns(top - z, width)
+        subset = arrays.take_columns(z, columns) - top
+        start, held = core._subset_shift(subset, bound, alpha, None, lambda t: t.numpy())
     z64 = z.double()
     exact = torch.from_numpy(core.entmax_newton(z64, alpha, threshold=True))
     base = (1 + (alpha - 1) * (z64 - z64.amax(-1, keepdim=True) - exact)).clamp_min(0)

@@ -128,6 +128,11 @@ def _forward(
     p, s, scale = _core.entmax_map(
         z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP
     )
+    if isinstance(s, _core.ColumnSlopes):  # kept along the last axis
+        if has_empty:
+            s = s._replace(values=s.values.masked_fill(empty, 0.0))
+        p = p.masked_fill(empty, 0.0) if has_empty else p
+        return p.movedim(-1, dim), s, scale
     if has_empty:
         p = p.masked_fill(empty, 0.0)
         s = None if s is None else s.masked_fill(empty, 0.0)
@@ -148,23 +153,26 @@ class _EntmaxFunction(torch.autograd.Function):
             # be a view of the loop's work buffers (or p itself, at alpha = 1). Eager
             # mode saves it as it is.
             s = s.clone()
-        ctx.save_for_backward(p, s, scale, alpha_tensor)
+        columns = None
+        if isinstance(s, _core.ColumnSlopes):
+            s, columns = s
+        ctx.save_for_backward(p, s, scale, alpha_tensor, columns)
         ctx.dim, ctx.alpha = dim, alpha
         return p
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001, ANN205
-        p, s, scale, alpha_tensor = ctx.saved_tensors
+        p, s, scale, alpha_tensor, columns = ctx.saved_tensors
         dim = ctx.dim
         a = ctx.alpha if alpha_tensor is None else alpha_tensor.to(p.dtype).movedim(dim, -1)
         with_alpha = alpha_tensor is not None and ctx.needs_input_grad[1]
+        if columns is not None:  # s / sum(s) on each row's columns, along the last axis
+            s = _core.ColumnSlopes(s, columns)
+        elif s is not None:
+            s = s.movedim(dim, -1)
+            scale = None if scale is None else scale.movedim(dim, -1)
         dz, dalpha = _core.entmax_alpha_gradient(
-            p.movedim(dim, -1),
-            grad.to(p.dtype).movedim(dim, -1),
-            a,
-            with_alpha,
-            None if s is None else s.movedim(dim, -1),
-            None if scale is None else scale.movedim(dim, -1),
+            p.movedim(dim, -1), grad.to(p.dtype).movedim(dim, -1), a, with_alpha, s, scale
         )
         dx = dz.movedim(-1, dim)
         if not with_alpha:

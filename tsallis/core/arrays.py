@@ -269,6 +269,85 @@ def smallest(gap: Array, k: int, ordered: bool = True, scratch: bool = False) ->
     return native(gap).from_numpy(part) if is_torch_array(gap) else part
 
 
+def index_bits(length: int) -> int:
+    """How many low bits smallest_columns gives a column of a row of ``length`` values."""
+    return max(1, (length - 1).bit_length())
+
+
+def smallest_columns(gap: Array, k: int) -> tuple[Array, Array]:
+    """(columns, bound): the columns (..., k) of the k smallest values of ``gap``
+    (floating, >= 0 or +inf) along the last axis, in no particular order, and per row a
+    bound (..., 1) that every value outside them is at least (+inf where one of the k
+    is). ``gap`` is scratch: it is overwritten.
+
+    NumPy arrays and CPU tensors: each value's bits as an integer (non-negative floats
+    order like them), its low index_bits(K) bits replaced by its column, partitioned (in
+    place, linear in K) as in smallest; the column comes back from the low bits, and the
+    bound is the largest of the k with its low bits cleared (the truncation of every
+    other value is at least that). The order is the values' up to that truncation (for
+    K = 1000 in float32, 13 of the 23 mantissa bits are kept: a relative 1.2e-4), so a
+    value just outside may be a little smaller than one inside, never smaller than the
+    bound. Measured (torch 2.13, float32 (1024, 1000), k = 250): 0.2 ms for the bits, 0.85
+    for the partition. CUDA tensors: topk, whose bound is the largest of the k. The
+    columns are int64 for a tensor (torch.gather's), else NumPy's intp.
+
+    Examples:
+        >>> import numpy as np
+        >>> columns, bound = smallest_columns(np.array([[0.5, 3.0, 0.0, 2.0]]), 2)
+        >>> np.sort(columns, axis=-1), bound
+        (array([[0, 2]]), array([[0.5]]))
+    """
+    if is_torch_array(gap) and gap.device.type != "cpu":
+        values, columns = gap.topk(k, dim=-1, largest=False, sorted=False)
+        return columns, values.amax(-1, keepdim=True)
+    length, bits = gap.shape[-1], index_bits(gap.shape[-1])
+    width = gap.dtype.itemsize if isinstance(gap, np.ndarray) else gap.element_size()
+    low, high = (1 << bits) - 1, -(1 << bits)
+    if is_torch_array(gap):  # in place, Torch's threads
+        torch = sys.modules["torch"]
+        keys = gap.view(torch.int32 if width == 4 else torch.int64)
+        place = torch.arange(length, dtype=keys.dtype, device=keys.device)
+        keys.bitwise_and_(high).bitwise_or_(place)
+        keys = keys.numpy()
+    else:
+        keys = gap.view(np.dtype(f"i{width}"))
+        np.bitwise_and(keys, high, out=keys)
+        np.bitwise_or(keys, np.arange(length, dtype=keys.dtype), out=keys)
+    keys.partition(k - 1, axis=-1)  # the k-th is in place, the others <= it before it
+    # the float whose bits these are (its low bits cleared)
+    bound = np.bitwise_and(keys[..., k - 1 : k], high).view(f"f{width}")
+    if is_torch_array(gap):  # the columns by Torch's threads, as int64
+        torch = sys.modules["torch"]
+        part = torch.from_numpy(keys[..., :k])
+        columns = torch.bitwise_and(part, low, out=torch.empty(part.shape, dtype=torch.int64))
+        return columns, torch.from_numpy(bound)
+    return np.bitwise_and(keys[..., :k], low, dtype=np.intp), bound
+
+
+def take_columns(a: Array, columns: Array) -> Array:
+    """a's values at ``columns`` (..., k) along the last axis (NumPy: a flat take, which
+    took 0.37 ms where take_along_axis took 1.0 on (1024, 1000) float32, k = 250)."""
+    if is_torch_array(a):
+        return a.gather(-1, columns)
+    length, k = a.shape[-1], columns.shape[-1]
+    rows = np.ascontiguousarray(a).reshape(-1, length)
+    flat = columns.reshape(-1, k) + np.arange(0, rows.size, length)[:, None]
+    return rows.reshape(-1).take(flat).reshape(columns.shape)
+
+
+def scattered(values: Array, columns: Array, length: int) -> Array:
+    """Zeros (..., length) with ``values`` (..., k) at ``columns`` (a fresh array)."""
+    shape = (*values.shape[:-1], length)
+    if is_torch_array(values):
+        zeros = sys.modules["torch"].zeros(shape, dtype=values.dtype, device=values.device)
+        return zeros.scatter_(-1, columns, values)
+    out = np.zeros(shape, dtype=values.dtype)
+    k = columns.shape[-1]
+    flat = columns.reshape(-1, k) + np.arange(0, out.size, length)[:, None]
+    out.reshape(-1)[flat] = values.reshape(-1, k)
+    return out
+
+
 def _horner(x: Array, coefficients: list[float]) -> Array:
     out = coefficients[-1] + 0 * x
     for c in reversed(coefficients[:-1]):

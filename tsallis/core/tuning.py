@@ -285,8 +285,9 @@ BASE_FORM_ALPHA = 1.25
 # alone: PREFIX_WIDTH[alpha] of them (sort-based closed forms), for other alphas 1 /
 # PREFIX_SHARE of the row (a Newton loop of their own, on calls of at least
 # COMPACT_ELEMENTS values), at most 1 / PREFIX_SHARE and at least 8
-# (core.discrete._prefix_start). That shift is exact where they hold the support, and
-# the full loop then takes one evaluation for the row. N(0, 1) rows of 1000 have
+# (core.discrete._prefix_start and _prefix_map). That shift is exact where they hold the
+# support; the full loop then takes one evaluation for the row at 2 and 3/2, and at other
+# alphas p is evaluated on those entries alone and scattered. N(0, 1) rows of 1000 have
 # supports of at most 11 entries at alpha = 2, 41 at 3/2, 182 at 1.3, 594 at 1.2.
 # Measured (float32, forward + backward, with / without the start, one interleaved
 # run each; 2^21 values as (2^21 / K, K) unless said):
