@@ -1,6 +1,6 @@
 """sparsemax / entmax forward + backward against torch.softmax and the entmax package.
 
-    python benchmarks/bench_entmax.py [--quick] [--compile]
+    python benchmarks/bench_entmax.py [--quick] [--compile] [--device cuda]
 
 float32, (1024, 1000) scores, forward + backward of (p * w).sum(), interleaved
 medians in one run; the entmax package rows are skipped when it is not installed.
@@ -12,7 +12,9 @@ The compiled kernels are timed in a second interleaved group, after the eager on
 glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_malloc;
 --raw-malloc leaves it: then every fresh 4 MB temporary is page-faulted, and the
 softmax row alone moved between 0.7 and 3 ms from run to run).
-Then the extra peak memory of one forward + backward at (65536, 1000). Not a test.
+Then the extra peak memory of one forward + backward at (65536, 1000) (on CUDA, the
+allocator's peak above what was allocated before). On CUDA every timed run ends with a
+synchronize. Not a test.
 """
 
 from __future__ import annotations
@@ -44,12 +46,22 @@ def fwd_bwd(op, x, w):
     return run
 
 
+def synchronized(cases: dict) -> dict:
+    """Each case followed by torch.cuda.synchronize(), so its time is the device's."""
+
+    def run(case):
+        case()
+        torch.cuda.synchronize()
+
+    return {name: (lambda case=case: run(case)) for name, case in cases.items()}
+
+
 def compiled_floors(x: torch.Tensor, w: torch.Tensor) -> dict:
     """F: one compiled elementwise kernel; N: one fused Newton evaluation at alpha = 1.3."""
     u, v = x.detach().clone(), w.clone()
     elementwise = torch.compile(lambda a, b: torch.exp(a) * b, fullgraph=True)
     shifted = 0.3 * (u - u.amax(-1, keepdim=True))
-    shift = torch.full((u.shape[0], 1), 0.45)
+    shift = torch.full((u.shape[0], 1), 0.45, device=u.device)
 
     def evaluation(shifted: torch.Tensor, shift: torch.Tensor):
         base = torch.log1p((shifted - shift).clamp_min(-1.0))
@@ -76,11 +88,24 @@ def compiled_cases(x: torch.Tensor, w: torch.Tensor) -> dict:
             x.grad = None
             loss(x).backward()
 
+        try:  # a compiler failure is reported as a row, not the end of the run
+            run()
+        except Exception as error:
+            print(f"{name}: failed to compile ({type(error).__name__}: {str(error)[:200]})")
+            continue
         cases[name] = run
     return cases
 
 
-def peak_mb(alpha: float) -> float:
+def peak_mb(alpha: float, device: str) -> float:
+    if device != "cpu":
+        x = torch.randn(65536, 1000, device=device, requires_grad=True)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        entmax(x, alpha).sum().backward()
+        torch.cuda.synchronize()
+        return (torch.cuda.max_memory_allocated() - base) / 2**20
     code = (
         "import torch, resource\n"
         "from torch_bridge import entmax\n"
@@ -102,6 +127,7 @@ def main() -> None:
     parser.add_argument(
         "--compile", action="store_true", help="also time the ops under torch.compile"
     )
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument(
         "--raw-malloc", action="store_true", help="leave glibc's mmap/trim thresholds alone"
     )
@@ -109,8 +135,8 @@ def main() -> None:
     if not args.raw_malloc:
         print(f"glibc malloc kept in steady state: {steady_malloc()}")
     gen = torch.Generator().manual_seed(0)
-    x = torch.randn(1024, 1000, generator=gen).requires_grad_(True)
-    w = torch.randn(1024, 1000, generator=gen)
+    x = torch.randn(1024, 1000, generator=gen).to(args.device).requires_grad_(True)
+    w = torch.randn(1024, 1000, generator=gen).to(args.device)
     cases = {
         "softmax": fwd_bwd(lambda v: torch.softmax(v, -1), x, w),
         "sparsemax": fwd_bwd(sparsemax, x, w),
@@ -124,6 +150,9 @@ def main() -> None:
             lambda v: entmax_package.entmax_bisect(v, 1.3), x, w
         )
     repeat = 5 if args.quick else 15
+    if args.device != "cpu":
+        repeat *= 4
+        cases = synchronized(cases)
     t = interleaved_medians(cases, repeat)
     # the compiled kernels are timed as a group of their own, after the eager one:
     # interleaved with them, the eager ops measured 10-15% slower (their OpenMP
@@ -131,9 +160,15 @@ def main() -> None:
     compiled = compiled_floors(x, w)
     if args.compile:
         compiled.update(compiled_cases(x, w))
+    if args.device != "cpu":
+        compiled = synchronized(compiled)
     t.update(interleaved_medians(compiled, repeat))
     soft, floor, newton = t["softmax"], t["floor F"], t["floor N"]
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, float32 (1024, 1000)")
+    where = torch.cuda.get_device_name() if args.device != "cpu" else "CPU"
+    print(
+        f"torch {torch.__version__}, {where}, {torch.get_num_threads()} threads,"
+        " float32 (1024, 1000)"
+    )
     print(f"{'what':<28} {'ms':>8} {'x softmax':>10} {'x package':>10} {'x F':>7} {'x N':>6}")
     peers = {"sparsemax": "package sparsemax", "entmax 1.5": "package entmax15"}
     peers["entmax 1.3"] = "package entmax_bisect 1.3"
@@ -154,7 +189,8 @@ def main() -> None:
             ours = (entmax(x.detach(), 1.3).double() - entmax(x64, 1.3)).abs().max()
         print(f"alpha = 1.3 float32 worst error: ours {ours:.1e}, package entmax_bisect {err:.1e}")
     for alpha in (1.5, 1.3):
-        print(f"extra peak memory, (65536, 1000), alpha = {alpha}: {peak_mb(alpha):.0f} MB")
+        peak = peak_mb(alpha, args.device)
+        print(f"extra peak memory, (65536, 1000), alpha = {alpha}: {peak:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -377,8 +377,10 @@ def test_cuda_matches_cpu():
     x = _away_from_mean((64, 33), -1, seed=70)
     mask = torch.rand(64, 33, generator=torch.Generator().manual_seed(1)) < 0.8
     for dtype in (torch.float32, torch.float64):
-        cpu = x.to(dtype).requires_grad_()
-        gpu = x.to(dtype).cuda().requires_grad_()
+        # fresh leaves (x.to(float32) is x itself: made to require grad, x.cuda() was
+        # not a leaf and its .grad stayed None)
+        cpu = x.to(dtype).clone().requires_grad_()
+        gpu = x.to(dtype).clone().cuda().requires_grad_()
         for function in (ev_softmax, log_ev_softmax):
             out_cpu = function(cpu, mask=mask, eps=1e-6)
             out_gpu = function(gpu, mask=mask.cuda(), eps=1e-6)

@@ -86,3 +86,23 @@ def prepare_tables(alpha: float, device: torch.device) -> None:
     time, outside the graph). In eager mode nothing: the core builds what it uses."""
     if torch.compiler.is_compiling():
         _prepare(float(alpha), str(device))
+
+
+def _register_opaque_row_sum() -> None:
+    """tsallis::row_sum, Torch's own sum over the last axis (keepdim) as a custom op,
+    which Inductor runs as it is: the core's row sums under torch.compile off the CPU
+    (tsallis.core.arrays.OPAQUE_ROW_SUM says why). Without torch.library.custom_op
+    (torch < 2.4) the core keeps Inductor's sums."""
+    custom_op = getattr(torch.library, "custom_op", None)
+    if custom_op is None:  # pragma: no cover (older torch)
+        return
+
+    def row_sum(x: torch.Tensor) -> torch.Tensor:
+        return x.sum(-1, keepdim=True)
+
+    op = custom_op("tsallis::row_sum", row_sum, mutates_args=(), schema="(Tensor x) -> Tensor")
+    op.register_fake(row_sum)
+    _core_arrays.OPAQUE_ROW_SUM = op
+
+
+_register_opaque_row_sum()

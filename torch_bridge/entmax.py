@@ -150,9 +150,10 @@ class _EntmaxFunction(torch.autograd.Function):
         if s is not None and torch.compiler.is_compiling():
             # Dynamo refuses a saved tensor that aliases another inside the traced
             # Function ("an intermediate tensor ... aliases an input or output"): s can
-            # be a view of the loop's work buffers (or p itself, at alpha = 1). Eager
-            # mode saves it as it is.
-            s = s.clone()
+            # be a view of the loop's work buffers (or p itself, at alpha = 1), and so
+            # can scale (in a fresh process, compiled forward + backward of sparsemax
+            # and of entmax(x, 1.3) raised it on scale). Eager mode saves them as they are.
+            s, scale = s.clone(), None if scale is None else scale.clone()
         columns = None
         if isinstance(s, _core.ColumnSlopes):
             s, columns = s

@@ -459,8 +459,33 @@ def sum_of_squares(x: Array) -> Array:
         array([[25.]])
     """
     if is_torch_array(x):
+        if _opaque(x):
+            return OPAQUE_ROW_SUM(x * x)
         return sys.modules["torch"].linalg.vector_norm(x, 2, dim=-1, keepdim=True).square_()
     return np.einsum("...i,...i->...", x, x)[..., None]
+
+
+# A row sum that torch.compile's Inductor cannot see into, set by torch_bridge (a
+# torch.library custom op running Torch's own sum). Under torch.compile off the CPU the
+# core's row sums go through it: fused into a Triton reduction, the Newton step's row
+# updates (the bracket, the shift and the convergence flags stored from one kernel) made
+# Triton 3.6 fail to compile the kernel ("operand does not dominate this use" in its
+# remove-layout-conversions pass, torch 2.11, H100: sparsemax, alpha = 1, 1.5, 2.5 and a
+# per-row alpha; measured 2026-11-26). Apart, the sum is ATen's kernel and the updates
+# one pointwise kernel. Not on the CPU (C++ kernels, no such failure) nor in eager mode.
+OPAQUE_ROW_SUM: Callable[[Any], Any] | None = None
+HOST_DEVICES = ("cpu",)  # where the row sums stay Inductor's own
+
+
+def _opaque(x: Any) -> bool:
+    """Whether this torch tensor's row sum goes through OPAQUE_ROW_SUM (see there)."""
+    torch = sys.modules["torch"]
+    return (
+        OPAQUE_ROW_SUM is not None
+        and x.device.type not in HOST_DEVICES
+        and x.dtype.is_floating_point
+        and torch.compiler.is_compiling()
+    )
 
 
 def row_sum(x: Array) -> Array:
@@ -474,7 +499,7 @@ def row_sum(x: Array) -> Array:
                [7.]])
     """
     if is_torch_array(x):
-        return x.sum(-1, keepdim=True)
+        return OPAQUE_ROW_SUM(x) if _opaque(x) else x.sum(-1, keepdim=True)
     return namespace(x).sum(x, axis=-1, keepdims=True)
 
 

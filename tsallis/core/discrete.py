@@ -862,7 +862,7 @@ def entmax_newton(
             z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
         )
         fine = _unit_slopes(*fine) if unit else fine
-        rows = above if xp is not np else _xs.native(z).from_numpy(above)
+        rows = above if xp is not np else _xs.native(z).from_numpy(above).to(z.device)
         where = _xs.namespace(z).where
         p = where(rows, fine[0], p)
         s = None if s is None else where(rows, fine[1], s)
@@ -942,8 +942,7 @@ def _refined_above_two(
         lib.multiply(lib.subtract(shifted, to_work(d), out=base), rate, out=base)
         p = work_xp.astype(gen.entmax_from_base(base, alpha_work), z.dtype, copy=False)
         s = gppr_weights(p, alpha_work)
-        total = to_book(work_xp.sum(p, axis=-1, keepdims=True))
-        return p, s, total, to_book(work_xp.sum(s, axis=-1, keepdims=True))
+        return p, s, to_book(_xs.row_sum(p)), to_book(_xs.row_sum(s))
 
     at_d = False
     for _ in range(64 if on_host else 16):
@@ -967,19 +966,35 @@ def _refined_above_two(
 
 
 def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callable]:
-    """(namespace for per-row scalars, array -> that namespace, back to z's kind)."""
-    if on_host and is_torch_array(z) and z.device.type == "cpu":
+    """(namespace for per-row scalars, array -> that namespace, back to z's kind).
+
+    Eager Torch keeps the per-row scalars (the shift, its bracket, the flags) in NumPy:
+    on the CPU as views, on a GPU as copies (one device-to-host copy of each row sum,
+    which the step's host read waits for anyway, and one copy of the shift back), where
+    Torch's own per-row updates were dozens of kernel launches per step.
+    """
+    if on_host and is_torch_array(z):
         torch = _xs.native(z)
         dtype = {torch.float32: np.float32, torch.float64: np.float64}.get(z.dtype)
         if dtype is None:  # the work arrays must not be promoted
-            dtype = z[..., :0].numpy().dtype
+            dtype = torch.empty(0, dtype=z.dtype).numpy().dtype
+        device = z.device
+        if device.type in _BOOKKEEPING_VIEWS:
 
-        def to_work(t: np.ndarray) -> Array:
-            return torch.from_numpy(np.ascontiguousarray(t, dtype=dtype))
+            def to_work(t: np.ndarray) -> Array:
+                return torch.from_numpy(np.ascontiguousarray(t, dtype=dtype))
 
-        # NumPy itself, not its array-API wrapper (a few us less per operation)
-        return np, lambda t: t.numpy(), to_work
+            # NumPy itself, not its array-API wrapper (a few us less per operation)
+            return np, lambda t: t.numpy(), to_work
+
+        def to_device(t: np.ndarray) -> Array:
+            return torch.from_numpy(np.array(t, dtype=dtype)).to(device, non_blocking=True)
+
+        return np, lambda t: t.cpu().numpy().copy(), to_device
     return _xs.namespace(z), lambda t: t, lambda t: t
+
+
+_BOOKKEEPING_VIEWS = ("cpu",)  # devices whose tensors NumPy views (a test empties it)
 
 
 def entmax_map(
@@ -996,14 +1011,19 @@ def entmax_map(
     may be a ColumnSlopes, for entmax_alpha_gradient), or (p, None, None) (also without
     ``slopes``: a forward alone).
 
-    alpha = 2 and 3/2 (Python floats) on at most tuning.SORT_ELEMENTS values take their
-    sort-based closed forms in eager mode (fewer, larger operations: a B = 1 call
-    costs what a few array operations cost, where each Newton step costs dozens; under
-    torch.compile their dtype handling breaks the graph), which keep no s; everything
+    alpha = 2 and 3/2 (Python floats) on at most tuning.SORT_ELEMENTS values, or on a
+    device other than the CPU, take their sort-based closed forms in eager mode (fewer,
+    larger operations: a B = 1 call costs what a few array operations cost, where each
+    Newton step costs dozens; under torch.compile their dtype handling breaks the
+    graph), which keep no s; everything
     else runs entmax_newton. Arguments as for entmax_newton.
     """
     elements = math.prod(z.shape)
-    short = elements <= T.SORT_ELEMENTS and not _xs._torch_compiling(z)  # (a graph break)
+    # off the CPU (a GPU) at any size: the Newton loop's host read per step and its
+    # dozens of small kernels per step cost more there than a sort (measured on an H100,
+    # float32 (1024, 1000), forward + backward: sparsemax 3.5 ms by Newton)
+    sort = elements <= T.SORT_ELEMENTS or (is_torch_array(z) and z.device.type != "cpu")
+    short = sort and not _xs._torch_compiling(z)  # (a graph break)
     if isinstance(alpha, float) and alpha in (1.5, 2.0) and short:
         return (sparsemax_sorted(z) if alpha == 2.0 else entmax15_sorted(z)), None, None
     if not slopes:
