@@ -324,15 +324,20 @@ def smallest_columns(gap: Array, k: int) -> tuple[Array, Array]:
     return np.bitwise_and(keys[..., :k], low, dtype=np.intp), bound
 
 
+def _flat_columns(columns: np.ndarray, length: int) -> np.ndarray:
+    """Indices (rows, k) into the flattened rows of length ``length`` of ``columns``."""
+    k = columns.shape[-1]
+    flat = columns.reshape(-1, k)
+    return flat + np.arange(0, flat.shape[0] * length, length)[:, None]
+
+
 def take_columns(a: Array, columns: Array) -> Array:
     """a's values at ``columns`` (..., k) along the last axis (NumPy: a flat take, which
     took 0.37 ms where take_along_axis took 1.0 on (1024, 1000) float32, k = 250)."""
     if is_torch_array(a):
         return a.gather(-1, columns)
-    length, k = a.shape[-1], columns.shape[-1]
-    rows = np.ascontiguousarray(a).reshape(-1, length)
-    flat = columns.reshape(-1, k) + np.arange(0, rows.size, length)[:, None]
-    return rows.reshape(-1).take(flat).reshape(columns.shape)
+    flat = np.ascontiguousarray(a).reshape(-1)
+    return flat.take(_flat_columns(columns, a.shape[-1])).reshape(columns.shape)
 
 
 def scattered(values: Array, columns: Array, length: int) -> Array:
@@ -342,9 +347,7 @@ def scattered(values: Array, columns: Array, length: int) -> Array:
         zeros = sys.modules["torch"].zeros(shape, dtype=values.dtype, device=values.device)
         return zeros.scatter_(-1, columns, values)
     out = np.zeros(shape, dtype=values.dtype)
-    k = columns.shape[-1]
-    flat = columns.reshape(-1, k) + np.arange(0, out.size, length)[:, None]
-    out.reshape(-1)[flat] = values.reshape(-1, k)
+    out.reshape(-1)[_flat_columns(columns, length)] = values.reshape(-1, columns.shape[-1])
     return out
 
 
