@@ -990,6 +990,8 @@ def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callabl
         def to_device(t: np.ndarray) -> Array:
             return torch.from_numpy(np.array(t, dtype=dtype)).to(device, non_blocking=True)
 
+        # (.copy(): a CUDA tensor's .cpu() is a copy already; a CPU tensor sent this way
+        # by the test that empties _BOOKKEEPING_VIEWS must not be viewed either)
         return np, lambda t: t.cpu().numpy().copy(), to_device
     return _xs.namespace(z), lambda t: t, lambda t: t
 
@@ -1015,8 +1017,8 @@ def entmax_map(
     device other than the CPU, take their sort-based closed forms in eager mode (fewer,
     larger operations: a B = 1 call costs what a few array operations cost, where each
     Newton step costs dozens; under torch.compile their dtype handling breaks the
-    graph), which keep no s; everything
-    else runs entmax_newton. Arguments as for entmax_newton.
+    graph), which keep no s; everything else runs entmax_newton. Arguments as for
+    entmax_newton.
     """
     elements = math.prod(z.shape)
     # off the CPU (a GPU) at any size: the Newton loop's host read per step and its
