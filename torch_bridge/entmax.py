@@ -128,14 +128,14 @@ def _forward(
     p, s, scale = _core.entmax_map(
         z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP
     )
+    if has_empty:
+        p = p.masked_fill(empty, 0.0)
     if isinstance(s, _core.ColumnSlopes):  # kept along the last axis
         if has_empty:
             s = s._replace(values=s.values.masked_fill(empty, 0.0))
-        p = p.masked_fill(empty, 0.0) if has_empty else p
         return p.movedim(-1, dim), s, scale
-    if has_empty:
-        p = p.masked_fill(empty, 0.0)
-        s = None if s is None else s.masked_fill(empty, 0.0)
+    if has_empty and s is not None:
+        s = s.masked_fill(empty, 0.0)
     if s is None:
         return p.movedim(-1, dim), None, None
     return p.movedim(-1, dim), s.movedim(-1, dim), scale.movedim(-1, dim)

@@ -474,8 +474,9 @@ def sum_of_squares(x: Array) -> Array:
 # updates (the bracket, the shift and the convergence flags stored from one kernel) made
 # Triton 3.6 fail to compile the kernel ("operand does not dominate this use" in its
 # remove-layout-conversions pass, torch 2.11, H100: sparsemax, alpha = 1, 1.5, 2.5 and a
-# per-row alpha; measured 2026-11-26). Apart, the sum is ATen's kernel and the updates
-# one pointwise kernel. Not on the CPU (C++ kernels, no such failure) nor in eager mode.
+# per-row alpha; measured 2026-11-26). Apart, the sum is ATen's kernel and Inductor
+# compiles the updates without a reduction in their kernels (then all six compiled).
+# Not on the CPU (C++ kernels, no such failure) nor in eager mode.
 OPAQUE_ROW_SUM: Callable[[Any], Any] | None = None
 HOST_DEVICES = ("cpu",)  # where the row sums stay Inductor's own
 

@@ -492,13 +492,13 @@ def _prefix_start(gap: Array, alpha: float, width: int, to_book: Callable) -> tu
     ordered = xp.maximum(_xs.smallest(gap, width, scratch=True) * -scale, -2.0)
     c = to_book(xp.maximum((_sorted_threshold(ordered, alpha) + 1.0) / scale, 0.0))
     smallest = to_book(ordered[..., -1:]) / scale
-    return c, _held(smallest, c, scale, gap.dtype, gap)
+    return c, _held(smallest, c, scale, gap)
 
 
-def _held(smallest: Array, c: Array, scale: float, dtype: Any, like: Array) -> Array:
+def _held(smallest: Array, c: Array, scale: float, like: Array) -> Array:
     """Whether an entry at ``smallest`` (z - max, per row) is clamped at the shift c with
-    a margin of 4 eps on the base 1 + (alpha - 1)(smallest - c)."""
-    eps = float(_xs.native(like).finfo(dtype).eps)
+    a margin of 4 eps (of ``like``'s dtype) on the base 1 + (alpha - 1)(smallest - c)."""
+    eps = float(_xs.native(like).finfo(like.dtype).eps)
     return 1 + scale * (smallest - c) <= -4 * eps
 
 
@@ -513,7 +513,7 @@ def _subset_shift(
     _prefix_map's evaluation at c confirms)."""
     top = _xs.namespace(subset).zeros_like(subset[..., :1])
     c = entmax_newton(subset, alpha, steps, True, top=top, threshold=True)
-    return c, _held(-to_book(bound), c, alpha - 1, subset.dtype, subset)
+    return c, _held(-to_book(bound), c, alpha - 1, subset)
 
 
 def _prefix_map(
