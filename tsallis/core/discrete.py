@@ -593,6 +593,33 @@ def _may_underflow(alpha: float, dtype: Any) -> bool:
     return bits / (alpha - 1) > _xs.constant("EXP_FLUSH")[name]
 
 
+def _mean_start(
+    z: Array, top: Array, lo: Array, hi: Array, alpha: float | Array, to_book: Callable
+) -> Array:
+    """The Newton loop's first shift: max(lo, hi + mean(z - max)) where alpha <= 2, else lo
+    (per row, in the loop's namespace; hi = -log_{2-alpha}(1/K), lo = 0).
+
+    For alpha <= 2, phi(v) = exp_{2-alpha}(v) is convex (its clamp [.]_+ too), so by
+    Jensen's inequality the mass sum_i phi(u_i - c) over the K entries u = z - max is at
+    least K phi(mean(u) - c), which is 1 at c = mean(u) - log_{2-alpha}(1/K): a lower
+    bound of the shift, from which Newton's iterates still rise (where rounding puts it
+    above the shift, as for |z| far above the spread of a float32 row, the loop mends it
+    from the right). For one row sum. A row with a -inf entry has mean -inf: lo.
+    Measured (torch 2.13, float32, forward + backward of 2^20 values, one process,
+    alternating, without / with): (1024, 1000) alpha = 0.5 12.0 / 8.0 ms, 1.0001 9.1 /
+    7.2; (8192, 128) alpha = 1.2 14.1 / 12.0; elsewhere within 1.3% (alpha = 0.9, 1.2,
+    1.5, 1.7, 2, with and without the start from the largest entries). At alpha = 1.3
+    on the largest quarter of N(0, 1) rows of 1000 the mass at the start was at most 5.7
+    (median 3.4) against 60 (20) at lo, but the steps stayed four.
+    """
+    xp = _xs.namespace(lo)
+    size = z.shape[-1]
+    jensen = hi + (to_book(_xs.row_sum(z)) / size - to_book(top))
+    if isinstance(alpha, float):
+        return xp.maximum(lo, jensen) if alpha <= 2 else lo
+    return xp.where(alpha <= 2, xp.maximum(lo, jensen), lo)
+
+
 def _power(total: Array, exponent: float | Array) -> Array:
     xp = _xs.namespace(total)
     return xp.exp(exponent * xp.log(total))
@@ -707,6 +734,8 @@ def entmax_newton(
             # lo stays the bracket's end: a start rounded above c is mended from the right
             c, held = _prefix_start(gap, alpha, width, to_book)
             held, c = held & (c <= hi), xp.minimum(c, hi)
+    if start is None and held is None:
+        c = _mean_start(z, top, lo, hi, alpha, to_book)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     # in place from step to step where the per-row values are NumPy's (_Buffers)
