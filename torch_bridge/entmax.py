@@ -91,11 +91,15 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
 
 
 def _forward(
-    x: torch.Tensor, dim: int, alpha: float | torch.Tensor, mask: torch.Tensor | None
+    x: torch.Tensor,
+    dim: int,
+    alpha: float | torch.Tensor,
+    mask: torch.Tensor | None,
+    slopes: bool = True,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """p along dim in the working dtype (see the module docstring), and for the backward
-    s / sum(s) for s = p^(2-alpha) and sum(s) (size 1 along dim), or None, None
-    (_core.entmax_map)."""
+    s / sum(s) for s = p^(2-alpha) and sum(s) (size 1 along dim), or None, None (also
+    without ``slopes``: a forward alone; _core.entmax_map)."""
     compiling = torch.compiler.is_compiling()
     work = torch.float32 if x.dtype in _HALF else x.dtype
     if isinstance(alpha, float):
@@ -126,7 +130,7 @@ def _forward(
     # small kernels. Under torch.compile the loop is a while_loop on the device.
     on_host = not compiling
     p, s, scale = _core.entmax_map(
-        z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP
+        z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP, slopes=slopes
     )
     if has_empty:
         p = p.masked_fill(empty, 0.0)
@@ -224,7 +228,7 @@ def entmax(
     if needs:
         p = _EntmaxFunction.apply(x, alpha_tensor, dim, scalar, mask)
     else:
-        p = _forward(x, dim, value, mask)[0]
+        p = _forward(x, dim, value, mask, slopes=False)[0]  # (no backward: no s)
     return p.to(x.dtype)
 
 

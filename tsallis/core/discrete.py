@@ -71,10 +71,11 @@ def normalized(logits: Array, log: bool = False) -> Array:
 
 def _decreasing(z: Array) -> Array:
     """z sorted in decreasing order along the last axis."""
-    xp = _xs.namespace(z)
-    # -sort(-z): contiguous (a descending sort may be a flipped view); stable=False: the
-    # array API default (stable) measured 2.7 times slower in NumPy, and ties do not matter
-    return -xp.sort(-z, axis=-1, stable=False)
+    if is_torch_array(z):  # Torch's descending sort is contiguous: one kernel
+        return _xs.native(z).sort(z, dim=-1, descending=True, stable=False).values
+    # NumPy: -sort(-z), contiguous (a descending sort is a flipped view); stable=False:
+    # the array API default (stable) measured 2.7 times slower, and ties do not matter
+    return -np.sort(-z, axis=-1, kind="quicksort")
 
 
 def _prefix_means(ordered: Array) -> tuple[Array, Array]:
@@ -122,9 +123,7 @@ def sparsemax_sorted(z: Array) -> Array:
         >>> sparsemax_sorted(np.array([0.4, 0.9, -0.8]))
         array([0.25, 0.75, 0.  ])
     """
-    xp = _xs.namespace(z)
-    z = xp.maximum(z - xp.max(z, axis=-1, keepdims=True), -2.0)  # (_sorted_threshold)
-    return xp.maximum(z - _sorted_threshold(_decreasing(z), 2.0), 0.0)
+    return _sorted_map(z, 2.0, False)[0]
 
 
 def entmax15_sorted(z: Array) -> Array:
@@ -135,10 +134,27 @@ def entmax15_sorted(z: Array) -> Array:
         >>> entmax15_sorted(np.array([0.0, 0.0]))
         array([0.5, 0.5])
     """
+    return _sorted_map(z, 1.5, False)[0]
+
+
+def _sorted_map(z: Array, alpha: float, slopes: bool) -> tuple[Array, Array | None, Array | None]:
+    """sparsemax (alpha = 2: p = [u - tau]_+, u = z - max) or 1.5-entmax (p = [u - tau]_+^2,
+    u = (z - max) / 2) over the last axis by the sorted threshold (_sorted_threshold), as
+    entmax_map returns it: (p, s / sum(s), sum(s)) with ``slopes`` (s = p^(2 - alpha):
+    the support indicator at 2, [u - tau]_+ at 3/2; the top entry is always in the
+    support, so sum(s) > 0), else (p, None, None). The slopes cost three passes here and
+    spare the backward its recomputation of s from p (entmax_alpha_gradient)."""
     xp = _xs.namespace(z)
-    z = xp.maximum((z - xp.max(z, axis=-1, keepdims=True)) / 2, -2.0)  # (_sorted_threshold)
-    p = xp.maximum(z - _sorted_threshold(_decreasing(z), 1.5), 0.0)
-    return p * p
+    shifted = z - xp.max(z, axis=-1, keepdims=True)
+    half = alpha == 1.5
+    u = xp.maximum(shifted / 2 if half else shifted, -2.0)  # (_sorted_threshold)
+    y = xp.maximum(u - _sorted_threshold(_decreasing(u), alpha), 0.0)
+    p = y * y if half else y
+    if not slopes:
+        return p, None, None
+    s = y if half else xp.astype(y > 0, y.dtype)
+    total = xp.sum(s, axis=-1, keepdims=True)
+    return p, s / total, total
 
 
 # --- alpha-entmax by a Newton iteration on the threshold (any alpha > 0) ---
@@ -1046,7 +1062,7 @@ def entmax_map(
     device other than the CPU, take their sort-based closed forms in eager mode (fewer,
     larger operations: a B = 1 call costs what a few array operations cost, where each
     Newton step costs dozens; under torch.compile their dtype handling breaks the
-    graph), which keep no s; everything else runs entmax_newton. Arguments as for
+    graph; _sorted_map); everything else runs entmax_newton. Arguments as for
     entmax_newton.
     """
     elements = math.prod(z.shape)
@@ -1056,7 +1072,7 @@ def entmax_map(
     sort = elements <= T.SORT_ELEMENTS or (is_torch_array(z) and z.device.type != "cpu")
     short = sort and not _xs._torch_compiling(z)  # (a graph break)
     if isinstance(alpha, float) and alpha in (1.5, 2.0) and short:
-        return (sparsemax_sorted(z) if alpha == 2.0 else entmax15_sorted(z)), None, None
+        return _sorted_map(z, alpha, slopes)
     if not slopes:
         return entmax_newton(z, alpha, steps, on_host, top=top, loop=loop), None, None
     return entmax_newton(z, alpha, steps, on_host, slopes="unit", top=top, loop=loop)
@@ -1098,7 +1114,7 @@ def entmax_alpha_gradient(
             return dz, None
         gs, total = scale * xp.sum(grad * s, axis=-1, keepdims=True), scale
     else:
-        if s is None:  # (the sort-based forward at alpha = 2 or 3/2 keeps none)
+        if s is None:  # (a caller without the forward's s)
             s = gppr_weights(p, alpha)
         total = xp.sum(s, axis=-1, keepdims=True)
         total = xp.where(total > 0, total, 1.0)
