@@ -235,10 +235,10 @@ def constant(name: str) -> Any:
     return globals()[name]
 
 
-def smallest(gap: Array, k: int, ordered: bool = True, scratch: bool = False) -> Array:
+def smallest(gap: Array, k: int, scratch: bool = False) -> Array:
     """The k smallest values of ``gap`` (floating, >= 0 or +inf) along the last axis,
-    (..., k): in increasing order, or in no particular order (``ordered=False``).
-    ``scratch``: gap may be reordered in place (no copy of the whole array).
+    (..., k), in increasing order. ``scratch``: gap may be reordered in place (no copy
+    of the whole array).
 
     NumPy arrays and CPU tensors: a partition (linear in the axis length) of the values'
     bits as integers, whose order is the floats' for non-negative values (-0.0, which
@@ -254,7 +254,7 @@ def smallest(gap: Array, k: int, ordered: bool = True, scratch: bool = False) ->
         array([0. , 0.5])
     """
     if is_torch_array(gap) and gap.device.type != "cpu":
-        return gap.topk(k, dim=-1, largest=False, sorted=ordered).values
+        return gap.topk(k, dim=-1, largest=False).values
     values = gap.detach().numpy() if is_torch_array(gap) else gap
     bits = values.view(np.dtype(f"i{values.dtype.itemsize}"))
     if scratch and bits.flags.c_contiguous:
@@ -262,7 +262,7 @@ def smallest(gap: Array, k: int, ordered: bool = True, scratch: bool = False) ->
         part = bits[..., :k].view(values.dtype)
     else:
         part = np.partition(bits, k - 1, axis=-1)[..., :k].view(values.dtype)
-    part = np.sort(part, axis=-1) if ordered else part
+    part = np.sort(part, axis=-1)
     # a copy: a view would keep the whole partitioned copy alive (at (65536, 1000) the
     # peak memory of a forward and backward rose from 767 to 1014 MB)
     part = np.ascontiguousarray(part)

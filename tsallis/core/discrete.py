@@ -137,15 +137,18 @@ def entmax15_sorted(z: Array) -> Array:
     return _sorted_map(z, 1.5, False)[0]
 
 
-def _sorted_map(z: Array, alpha: float, slopes: bool) -> tuple[Array, Array | None, Array | None]:
+def _sorted_map(
+    z: Array, alpha: float, slopes: bool, top: Array | None = None
+) -> tuple[Array, Array | None, Array | None]:
     """sparsemax (alpha = 2: p = [u - tau]_+, u = z - max) or 1.5-entmax (p = [u - tau]_+^2,
     u = (z - max) / 2) over the last axis by the sorted threshold (_sorted_threshold), as
     entmax_map returns it: (p, s / sum(s), sum(s)) with ``slopes`` (s = p^(2 - alpha):
     the support indicator at 2, [u - tau]_+ at 3/2; the top entry is always in the
     support, so sum(s) > 0), else (p, None, None). The slopes cost three passes here and
-    spare the backward its recomputation of s from p (entmax_alpha_gradient)."""
+    spare the backward its recomputation of s from p (entmax_alpha_gradient). ``top``:
+    z's row maxima (..., 1), when the caller has them."""
     xp = _xs.namespace(z)
-    shifted = z - xp.max(z, axis=-1, keepdims=True)
+    shifted = z - (xp.max(z, axis=-1, keepdims=True) if top is None else top)
     half = alpha == 1.5
     u = xp.maximum(shifted / 2 if half else shifted, -2.0)  # (_sorted_threshold)
     y = xp.maximum(u - _sorted_threshold(_decreasing(u), alpha), 0.0)
@@ -1072,7 +1075,7 @@ def entmax_map(
     sort = elements <= T.SORT_ELEMENTS or (is_torch_array(z) and z.device.type != "cpu")
     short = sort and not _xs._torch_compiling(z)  # (a graph break)
     if isinstance(alpha, float) and alpha in (1.5, 2.0) and short:
-        return _sorted_map(z, alpha, slopes)
+        return _sorted_map(z, alpha, slopes, top)
     if not slopes:
         return entmax_newton(z, alpha, steps, on_host, top=top, loop=loop), None, None
     return entmax_newton(z, alpha, steps, on_host, slopes="unit", top=top, loop=loop)
