@@ -96,7 +96,7 @@ def _forward(
     alpha: float | torch.Tensor,
     mask: torch.Tensor | None,
     slopes: bool = True,
-) -> tuple[torch.Tensor, torch.Tensor | None]:
+) -> tuple[torch.Tensor, torch.Tensor | _core.ColumnSlopes | None, torch.Tensor | None]:
     """p along dim in the working dtype (see the module docstring), and for the backward
     s / sum(s) for s = p^(2-alpha) and sum(s) (size 1 along dim), or None, None (also
     without ``slopes``: a forward alone; _core.entmax_map)."""
