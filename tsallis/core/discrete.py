@@ -532,8 +532,10 @@ def _subset_shift(
     at c (as in _prefix_start; c is the last step of the loop, below sqrt(eps), which
     _prefix_map's evaluation at c confirms)."""
     top = _xs.namespace(subset).zeros_like(subset[..., :1])
-    c = entmax_newton(subset, alpha, steps, True, top=top, threshold=True)
-    return c, _held(-to_book(bound), c, alpha - 1, subset)
+    mode = "state" if subset.ndim == 2 else True
+    c = entmax_newton(subset, alpha, steps, True, top=top, threshold=mode)
+    c, work = c if mode == "state" else (c, None)
+    return c, _held(-to_book(bound), c, alpha - 1, subset), work
 
 
 def _prefix_map(
@@ -570,13 +572,14 @@ def _prefix_map(
     columns, bound = _xs.smallest_columns(_xs.native(z).subtract(top, z), width)
     # z - max of the columns: the values the loop over the whole rows would form
     subset = _xs.take_columns(z, columns) - top
-    c, held = _subset_shift(subset, bound, alpha, steps, to_book)
+    c, held, work = _subset_shift(subset, bound, alpha, steps, to_book)
     held, c = held & (c <= hi), _xs.namespace(c).minimum(c, hi)
     some = bool(held.any())
     if not some or (z.ndim != 2 and not bool(held.all())):  # every row from c
         return entmax_newton(z, alpha, steps, True, slopes, top, loop, (c, lo, hi))
-    zeros = _xs.namespace(subset).zeros_like(subset[..., :1])
-    work = _Buffers(subset, zeros, alpha, isinstance(c, np.ndarray), to_work, _clamped_form(alpha))
+    if work is None:
+        zeros = _xs.namespace(subset).zeros_like(subset[..., :1])
+        work = _Buffers(subset, zeros, alpha, isinstance(c, np.ndarray), to_work, _clamped_form(alpha))
     work.final = True  # one evaluation: p apart from s
     total = to_book(_evaluate(c, alpha, work, False, to_work)[0])
     p, s, scale = work.normalized(alpha, total, slopes, to_book(work.slope_total))
@@ -793,9 +796,10 @@ def entmax_newton(
         if two:
             new = newton
         else:
-            h = _deformed.log_beta(total, 2 - alpha)  # generated, smooth through alpha = 1
-            deformed = c + h * _power(total, 2 - alpha) / safe_slope
+            # h / (-h') = h (sum p)^(2 - alpha) / sum s (generated; sum p > 0 in the bracket)
+            deformed = c + _deformed.log_beta_times_power(total, 2 - alpha) / safe_slope
             if bent is not None:  # h' = -q sum s, h'' = (2 - alpha) q (sum t - (sum s)^2 / S)
+                h = _deformed.log_beta(total, 2 - alpha)  # generated, smooth through alpha = 1
                 q = _power(total, alpha - 2)
                 bent_h = (2 - alpha) * (bent - slope * slope / total)
                 denominator = 2 * q * slope * slope - h * bent_h
@@ -807,6 +811,14 @@ def entmax_newton(
             else:
                 new = xp.where(rising, deformed, newton)
         new = xp.where((new >= lo) & (new <= hi), new, (lo + hi) / 2)
+        if rising is True and xp is np and c.size:
+            # no row can stop (the first steps, typically): every step rises by more than
+            # the tests below look at (then g > 0 and hi - lo >= the step in every row)
+            # and every residual is above 4 eps; 5 operations on the per-row values, not 25
+            tested = math.sqrt(eps) / 8 / eps if threshold else 0.25
+            widest = 4 * eps * max(float(np.abs(c).max()), 1.0)
+            if (new - c).min() > tested * widest and g.min() > 4 * eps:
+                return new, lo, hi, np.zeros(g.shape, dtype=bool), total
         # Stop on the residual or the bracket; alpha <= 2 also once the step is below
         # one ulp of c, or would fall while g >= 0. Above 2 the slope is unbounded at
         # the support edge, so a small step says nothing, and the residual cannot fall
@@ -878,7 +890,7 @@ def entmax_newton(
                     state = tuple(_take_rows(v, rows) for v in (new, lo, hi))
                     finished = entmax_newton(
                         _take_rows(z, rows), alpha, limit - index - 1, on_host, slopes or True,
-                        _take_rows(top, rows), loop, state, threshold,
+                        _take_rows(top, rows), loop, state, bool(threshold),
                     )  # fmt: skip
                     separate = rows, finished
                     at_c = True
@@ -889,7 +901,7 @@ def entmax_newton(
         if separate is not None:
             c = xp.asarray(c, copy=True)
             _put_rows(c, *separate)
-        return c
+        return (c, work) if threshold == "state" else c
     unit = slopes == "unit"
     above = _above_two(alpha)  # None, or which rows (a Python bool for a float alpha)
     if above is True:  # the refined map replaces the loop's

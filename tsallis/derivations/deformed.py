@@ -73,8 +73,12 @@ def derive_deformed() -> FamilyDerivation:
     exp_inside = sp.exp(u * log1prel((1 - beta) * u))
     if not verify_z_scaling():
         raise AssertionError("Lemma 5.3 (Z-scaling) failed to verify")
+    # log_beta(u) u^beta = (u - u^beta) / (1 - beta): the numerator of the Newton step on
+    # log_{2-alpha}(sum p) (core.discrete.entmax_newton), beta = 2 - alpha, u = sum p
+    newton_numerator = u * sp.log(u) * exprel((beta - 1) * sp.log(u))
     checks = [
         (log_b.rewrite(sp.exp), log_beta_definition(u, beta)),
+        (newton_numerator.rewrite(sp.exp), log_beta_definition(u, beta) * u**beta),
         (sp.log(exp_inside.rewrite(sp.log)), sp.log(exp_beta_definition(u, beta))),
     ]
     for stable, definition in checks:
@@ -112,6 +116,12 @@ def derive_deformed() -> FamilyDerivation:
             (u0, beta),
             log_b_total,
             "beta-logarithm (eq 4), smooth through beta = 1; its limit at u = 0.",
+        ),
+        Kernel(
+            "log_beta_times_power",
+            (u, beta),
+            newton_numerator,
+            "log_beta(u) u^beta for u > 0, smooth through beta = 1 (a Newton step's numerator).",
         ),
         Kernel("exp_beta", (u, beta), exp_b, "beta-exponential (eq 4), smooth through beta = 1."),
         Kernel(

@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["log_beta", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "softplus_positive", "smoothed_exp_beta"]
+__all__ = ["log_beta", "log_beta_times_power", "exp_beta", "tsallis_entropy_term", "log_exp_beta", "softplus_positive", "smoothed_exp_beta"]
 
 
 def log_beta(u, beta):
@@ -15,6 +15,13 @@ def log_beta(u, beta):
     xp, (u, beta) = _xs.arrays(u, beta)
     _t0 = xp.log(xp.where(u > 0, u, 1))
     return xp.where((u > 0), _t0*_xs.exprel(_t0*(1 - beta)), xp.where((beta < 1), -1/(xp.where(-beta > -1, -beta, 0) + 1), -math.inf))
+
+
+def log_beta_times_power(u, beta):
+    """log_beta(u) u^beta for u > 0, smooth through beta = 1 (a Newton step's numerator)."""
+    xp, (u, beta) = _xs.arrays(u, beta)
+    _t0 = xp.log(u)
+    return _t0*u*_xs.exprel(_t0*(beta - 1))
 
 
 def exp_beta(u, beta):
