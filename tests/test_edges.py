@@ -72,8 +72,9 @@ def test_log_beta_times_power_against_mpmath():
     """log_beta(u) u^beta, the Newton step's numerator of the entmax loop, where the loop
     uses it: u = sum p from 1e-3 to 1e3 and near 1 (the converged steps, where (u -
     u^beta) / (1 - beta) cancels), beta = 2 - alpha through 1. Relative to 60-digit
-    mpmath (the typed difference loses up to 22 digits to cancellation here) within 8 eps max(1, |(beta - 1) log u|) (as log_beta's bound: log u's rounding
-    amplified), in float64 and, for NumPy float32 inputs, within 8 float32 eps."""
+    mpmath (the typed difference loses up to 22 digits to cancellation here) within 8 eps
+    max(1, |(beta - 1) log u|) (as log_beta's bound: log u's rounding amplified), in
+    float64 and, for NumPy float32 inputs, within 8 float32 eps."""
     from tsallis.core._generated import deformed
 
     for u in (1e-3, 0.5, 1 - 2**-40, 1 + 2**-45, 1 + 1e-7, 1.25, 1e3):
