@@ -132,6 +132,43 @@ def test_sort_based_maps_in_float32_within_two_ulps_of_one(library):
             assert (got - fn(z.double())).abs().max() <= 2e-7, (fn.__name__, scale)
 
 
+def _support_rows(k: int = 300) -> torch.Tensor:
+    """(16, k) float64 rows: m equal top entries far above the rest (supports of exactly
+    m = 1, 2, 63, 64, 65, 100 and k at alpha = 2 and 3/2), and N(0, 1) rows at scales
+    1e-3 to 10 (supports from all k entries to a few)."""
+    rows = []
+    for m in (1, 2, 63, 64, 65, 100, k):
+        row = torch.full((k,), -50.0, dtype=F64)
+        row[:m] = 0.0
+        rows.append(row[torch.randperm(k, generator=torch.Generator().manual_seed(m))])
+    gen = torch.Generator().manual_seed(5)
+    scales = torch.logspace(-3, 1, 9, dtype=F64)[:, None]
+    return torch.cat([torch.stack(rows), torch.randn(9, k, generator=gen, dtype=F64) * scales])
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0])
+@pytest.mark.parametrize("library", ["torch", "numpy"])
+def test_sorted_prefix_threshold_is_the_every_size_one(alpha, library):
+    """The sort-based threshold from the first SORTED_PREFIX sizes (every size where a
+    support fills them) is the every-size threshold bit for bit, and the map it gives
+    (a small call: the sort-based path) is within 1e-15 of mpmath, on rows whose supports
+    hold 1 to 300 entries, among them exactly 63, 64 and 65."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    z = _support_rows()
+    u = z - z.amax(-1, keepdim=True)
+    u = (u / 2 if alpha == 1.5 else u).clamp_min(-2.0)
+    ordered = core._decreasing(u if library == "torch" else u.numpy())
+    full = core._sorted_threshold(ordered, alpha)
+    assert tuning.SORTED_PREFIX < z.shape[-1]
+    prefix = core._sorted_threshold(ordered, alpha, tuning.SORTED_PREFIX)
+    assert np.array_equal(np.asarray(prefix), np.asarray(full))
+    p = entmax(z, alpha) if library == "torch" else np_discrete.entmax(z.numpy(), alpha)
+    for i in (3, 4, 9):  # supports of 64, 65 and hundreds (scale 1e-3)
+        assert np.abs(np.asarray(p)[i] - _exact(z.numpy()[i], alpha)).max() <= 1e-15
+
+
 def _hard_rows(dtype: torch.dtype) -> torch.Tensor:
     """(400, 200) scores (80,000 values: the Newton path, rows finished apart): N(0, 1)
     rows at scales 1e-4 to 1e3 (supports of hundreds at the small scales, wider than

@@ -125,10 +125,10 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     """alpha-entmax along ``axis`` for alpha >= 1.
 
     alpha = 1 is exactly softmax (the limit, not the entmax package's uniform
-    vector). alpha = 2 and 3/2 on at most 2^15 values (tuning.SORT_ELEMENTS) use the
-    sort-based closed forms; every other case runs Newton's method on the threshold and renormalizes
-    (tsallis.core.discrete.entmax_map, which torch_bridge.entmax runs too; for alpha = 2
-    that is Michelot's algorithm, exact in finitely many steps).
+    vector). alpha = 2 and 3/2 on at most 2^15 values (tuning.NUMPY_SORT_ELEMENTS) use
+    the sort-based closed forms; every other case runs Newton's method on the threshold
+    and renormalizes (tsallis.core.discrete.entmax_map, which torch_bridge.entmax runs
+    too; for alpha = 2 that is Michelot's algorithm, exact in finitely many steps).
 
     Args:
         v: scores, any shape, real; -inf entries get probability 0.

@@ -256,14 +256,25 @@ FLOAT32 = Accuracy(
     level_steps=3,
 )
 
-# Finite alpha-entmax: calls on at most SORT_ELEMENTS values (rows x entries) take the
-# sort-based closed forms at alpha = 2 and 3/2 (tsallis.core.discrete.entmax_map); larger
-# ones take Newton's method on the threshold, which needs no sort. Measured (torch 2.13,
-# CPU, float32, forward + backward): (1, 10) sort 0.19 ms, Newton 0.39 (alpha = 2) and
-# 0.86 (3/2); (1024, 32) 0.82 against 0.76 and 1.17 against 1.41; (1024, 128) 1.49
-# against 0.92 and 2.91 against 1.81. Off the CPU the sort is taken at any size (an H100,
-# (1024, 1000): sparsemax 2.2 ms against 3.5 by Newton, 3/2 2.3 against 10.0).
-SORT_ELEMENTS = 1 << 15
+# Finite alpha-entmax: calls on at most SORT_ELEMENTS[alpha] values (rows x entries) take
+# the sort-based closed forms at alpha = 2 and 3/2 (tsallis.core.discrete.entmax_map);
+# larger ones take Newton's method on the threshold, which needs no sort. On the CPU the
+# sort is NumPy's (Torch's took 10 to 20 times longer: (32, 1000) float32 1.04 ms against
+# 0.05) and the per-size thresholds are computed for the first SORTED_PREFIX sizes, and
+# for every size only where a row's support fills them (core.discrete._sorted_threshold).
+# Measured (torch 2.13, CPU, float32, forward + backward, sort / Newton, us): sparsemax
+# (32, 1000) 531 / 719, (1024, 32) 664 / 889, (128, 1000) 929 / 1039, (4096, 32) 1233 /
+# 1750, (1024, 128) 1075 / 1227, (256, 1000) 1484 / 1493, (1024, 1000) 4880 / 4098;
+# 1.5-entmax (32, 1000) 613 / 800, (64, 1000) 784 / 870, (8, 8192) 742 / 895, (128, 1000)
+# 1133 / 1102, (2048, 32) 1221 / 1240, (4096, 32) 1851 / 1790; (1, 10) 202 / 302 and 237
+# / 426. Off the CPU the sort is taken at any size (an H100, (1024, 1000): sparsemax 2.2
+# ms against 3.5 by Newton, 3/2 2.3 against 10.0). NumPy arrays (float64, one thread)
+# take the sort on at most NUMPY_SORT_ELEMENTS values: sparsemax (32, 1000) 485 / 496
+# us, (64, 1000) 1280 / 1020, (1024, 32) 474 / 566; 1.5-entmax (32, 1000) 601 / 824,
+# (1024, 32) 1360 / 911, (128, 1000) 2569 / 2742.
+SORT_ELEMENTS = {2.0: 1 << 17, 1.5: 1 << 16}
+NUMPY_SORT_ELEMENTS = 1 << 15
+SORTED_PREFIX = 64
 
 # alpha-entmax's Newton iteration (core.discrete.entmax_newton) takes Halley steps
 # (one more pass each, for d^2 p / dc^2) on its first HALLEY_STEPS steps at a
