@@ -69,16 +69,22 @@ def normalized(logits: Array, log: bool = False) -> Array:
 # --- sparsemax and 1.5-entmax by sorting (small calls; tuning.SORT_ELEMENTS) ---
 
 
+def _eager_cpu(z: Array) -> bool:
+    """Whether z is a NumPy array, or a CPU tensor outside torch.compile (host reads and
+    NumPy views allowed)."""
+    return not is_torch_array(z) or (z.device.type == "cpu" and not _xs._torch_compiling(z))
+
+
 def _decreasing(z: Array) -> Array:
     """z sorted in decreasing order along the last axis."""
-    torch = _xs.native(z) if is_torch_array(z) else None
-    if torch and z.device.type == "cpu" and z.dtype in (torch.float32, torch.float64):
-        if not _xs._torch_compiling(z):
+    if is_torch_array(z):
+        torch = _xs.native(z)
+        if _eager_cpu(z) and z.dtype in (torch.float32, torch.float64):
             # NumPy's sort of a view, as -sort(-z) below: float32 (32, 1000) 52 us against
             # 1039 for Torch's, (1024, 32) 41 against 500 (torch 2.13, NumPy 2.4)
             return torch.from_numpy(-np.sort(-z.detach().numpy(), axis=-1))
-    if is_torch_array(z):  # Torch's descending sort is contiguous: one kernel
-        return _xs.native(z).sort(z, dim=-1, descending=True, stable=False).values
+        # Torch's descending sort is contiguous: one kernel
+        return torch.sort(z, dim=-1, descending=True, stable=False).values
     # elsewhere -sort(-z), contiguous (NumPy's descending sort is a flipped view);
     # stable=False: the array API default (stable) measured 2.7 times slower in NumPy,
     # and ties do not matter
@@ -177,8 +183,7 @@ def _sorted_map(
     half = alpha == 1.5
     u = xp.maximum(shifted / 2 if half else shifted, -2.0)  # (_sorted_threshold)
     # on the CPU in eager mode: the first SORTED_PREFIX sizes, unless a support fills them
-    eager_cpu = not is_torch_array(z) or (z.device.type == "cpu" and not _xs._torch_compiling(z))
-    width = T.SORTED_PREFIX if eager_cpu else None
+    width = T.SORTED_PREFIX if _eager_cpu(z) else None
     y = xp.maximum(u - _sorted_threshold(_decreasing(u), alpha, width), 0.0)
     p = y * y if half else y
     if not slopes:
@@ -809,6 +814,10 @@ def entmax_newton(
     # 6.8 -> 6.9 at 1.3, but 10.4 -> 9.4 at 1.2 ("offset")
     halley = halley and (not work.incremental or form == "offset")
 
+    # in tolerances (4 ulps of max(|c|, 1)): a step stalls below ``stall`` of one, and in
+    # threshold mode one from the left is close enough to return below ``close_enough``
+    stall, close_enough = 0.25, math.sqrt(eps) / 8 / eps
+
     def advance(
         c: Array, lo: Array, hi: Array, work: _Buffers, bend: bool
     ) -> tuple[Array, Array, Array, Array, Array]:
@@ -846,10 +855,11 @@ def entmax_newton(
         new = xp.where((new >= lo) & (new <= hi), new, (lo + hi) / 2)
         if rising is True and xp is np and c.size:
             # no row can stop (the first steps, typically): every step rises by more than
-            # the tests below look at (then g > 0 and hi - lo >= the step in every row)
-            # and every residual is above 4 eps; 5 operations on the per-row values, not 25
-            tested = math.sqrt(eps) / 8 / eps if threshold else 0.25
-            widest = 4 * eps * max(float(np.abs(c).max()), 1.0)
+            # the tests below look at and than the bracket's tolerance (then g > 0 and hi
+            # - lo >= the step in every row), and every residual is above 4 eps; 5
+            # operations on the per-row values, not 25
+            tested = max(close_enough if threshold else stall, 1.0)
+            widest = 4 * eps * max(float(np.abs(c).max()), 1.0)  # the largest tolerance
             if (new - c).min() > tested * widest and g.min() > 4 * eps:
                 return new, lo, hi, np.zeros(g.shape, dtype=bool), total
         # Stop on the residual or the bracket; alpha <= 2 also once the step is below
@@ -871,13 +881,13 @@ def entmax_newton(
             # a step within one ulp of c: 4 ulps (the bracket's width) left c 4.6e-7 short
             # at alpha = 1.99 in float32 (a slope sum s of about 6 made that a mass 2.7e-6
             # off), and p 1.2e-6 off; measured no slower at alpha = 2, 1.5, 1.3, 1.2, 1.01
-            stalled = (xp.abs(new - c) <= tolerance / 4) | ((g >= 0) & (new <= c))
+            stalled = (xp.abs(new - c) <= stall * tolerance) | ((g >= 0) & (new <= c))
             done = settled | (stalled if rising is True else rising & stalled)
             if threshold and rising is True:
                 # a step from the left below sqrt(eps): the next would be about C step^2
                 # (C = 0.3 on N(0, 1) rows at alpha = 1.3), below one ulp; the caller's
                 # evaluation confirms it (one evaluation fewer here)
-                close = (g >= 0) & (xp.abs(new - c) <= math.sqrt(eps) / 8 / eps * tolerance)
+                close = (g >= 0) & (xp.abs(new - c) <= close_enough * tolerance)
                 return xp.where(done & ~close, c, new), lo, hi, done | close, total
         return xp.where(done, c, new), lo, hi, done, total
 
