@@ -26,9 +26,13 @@ def entmax(v: object, alpha: float) -> list[mp.mpf]:
     """argmax_p p.v + H_alpha(p): p_i = [(alpha-1) v_i - tau]_+^(1/(alpha-1)), sum p = 1.
 
     tau by 300 bisection steps on [max - 1, max] at 40 digits; alpha = 1 is softmax.
+    Below 1, p_i = (1 + (1 - alpha)(c - v_i))^(-1/(1 - alpha)) (dense), with the
+    shift c >= max v by bisection on a bracket doubled until its mass is below 1.
     """
     if alpha == 1:
         return softmax(v)
+    if alpha < 1:
+        return _entmax_below_one(v, alpha)
     with mp.workdps(DIGITS):
         a = mp.mpf(alpha)
         z = [(a - 1) * x for x in _row(v)]
@@ -42,6 +46,24 @@ def entmax(v: object, alpha: float) -> list[mp.mpf]:
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if mass(mid) >= 1 else (lo, mid)
         p = [max(x - lo, 0) ** power for x in z]
+        return [x / mp.fsum(p) for x in p]
+
+
+def _entmax_below_one(v: object, alpha: float) -> list[mp.mpf]:
+    with mp.workdps(DIGITS):
+        a = mp.mpf(alpha)
+        z = _row(v)
+
+        def masses(c: mp.mpf) -> list[mp.mpf]:
+            return [(1 + (1 - a) * (c - x)) ** (-1 / (1 - a)) for x in z]
+
+        lo = hi = max(z)  # the top entry alone has mass 1 at c = max
+        while mp.fsum(masses(hi)) >= 1:
+            hi = lo + 2 * (hi - lo) + 1
+        for _ in range(300):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if mp.fsum(masses(mid)) >= 1 else (lo, mid)
+        p = masses(lo)
         return [x / mp.fsum(p) for x in p]
 
 

@@ -33,7 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from tsallis.core import discrete as _core
 from tsallis.core._generated import discrete as _gen
-from tsallis.core.validation import real_at_least
+from tsallis.core.validation import real_above, real_at_least
 
 FloatArray = NDArray[np.floating]
 
@@ -122,17 +122,19 @@ def sparsemax(v: ArrayLike, axis: int = -1) -> FloatArray:
 
 
 def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
-    """alpha-entmax along ``axis`` for alpha >= 1.
+    """alpha-entmax along ``axis`` for any alpha > 0.
 
     alpha = 1 is exactly softmax (the limit, not the entmax package's uniform
-    vector). alpha = 2 and 3/2 on at most 2^15 values (tuning.NUMPY_SORT_ELEMENTS) use
-    the sort-based closed forms; every other case runs Newton's method on the threshold
-    and renormalizes (tsallis.core.discrete.entmax_map, which torch_bridge.entmax runs
-    too; for alpha = 2 that is Michelot's algorithm, exact in finitely many steps).
+    vector); below 1 the map is dense, with heavier tails than softmax (as
+    torch_bridge.entmax, whose range of alpha this is). alpha = 2 and 3/2 on at most
+    2^15 values (tuning.NUMPY_SORT_ELEMENTS) use the sort-based closed forms; every
+    other case runs Newton's method on the threshold and renormalizes
+    (tsallis.core.discrete.entmax_map, which torch_bridge.entmax runs too; for alpha = 2
+    that is Michelot's algorithm, exact in finitely many steps).
 
     Args:
         v: scores, any shape, real; -inf entries get probability 0.
-        alpha: a real >= 1 (1: softmax, 2: sparsemax; above 2 computed in float64).
+        alpha: a real > 0 (1: softmax, 2: sparsemax; above 2 computed in float64).
         axis: the axis of the distribution.
 
     Returns:
@@ -141,15 +143,14 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
 
     Raises:
         TypeError: v or alpha not real.
-        ValueError: alpha < 1 or not finite, NaN or
-            +inf in v.
+        ValueError: alpha <= 0 or not finite, NaN or +inf in v.
 
     Examples:
         >>> import numpy as np
         >>> entmax(np.array([0.4, 1.4, -0.8]), 1.5).round(4)
         array([0.1693, 0.8307, 0.    ])
     """
-    alpha = real_at_least("alpha", alpha, 1.0)
+    alpha = real_above("alpha", alpha, 0.0)
     z, dtype = _finite_scores(v, axis)
     if alpha == 1:  # the closed form (Newton would find it in one step)
         return _restore(_core.normalized(z), axis, dtype)
@@ -429,7 +430,7 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
 
     Args:
         v: scores, any shape, real.
-        alpha: a real >= 1.
+        alpha: a real > 0.
         axis: the axis of the distribution.
 
     Returns:
@@ -445,7 +446,7 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
                [-0.2835,  0.2835,  0.    ],
                [ 0.    ,  0.    ,  0.    ]])
     """
-    alpha = real_at_least("alpha", alpha, 1.0)
+    alpha = real_above("alpha", alpha, 0.0)
     z, dtype = _finite_scores(v, axis)
     p = entmax(z, alpha)
     return _core.gppr_jacobian(_core.gppr_weights(p, alpha)).astype(dtype, copy=False)

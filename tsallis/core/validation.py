@@ -51,19 +51,33 @@ def as_float(name: str, value: ArrayLike, allow_inf: bool = False) -> FloatArray
     return array
 
 
+def _real_number(name: str, value: object) -> float:
+    """A real scalar as a Python float (TypeError for non-numbers; strings and booleans
+    are not numbers here, even where float() would take them)."""
+    if isinstance(value, (str, bytes, bool, np.bool_)):
+        raise TypeError(f"{name} must be a real number, got {plain(value)}")
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a real number, got {plain(value)}") from None
+
+
 def real_at_least(name: str, value: object, lower: float) -> float:
     """A finite real scalar >= ``lower`` as a Python float (TypeError for non-numbers).
 
     Strings and booleans are not numbers here, even where float() would take them.
     """
-    if isinstance(value, (str, bytes, bool, np.bool_)):
-        raise TypeError(f"{name} must be a real number, got {plain(value)}")
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a real number, got {plain(value)}") from None
+    number = _real_number(name, value)
     if not (math.isfinite(number) and number >= lower):
         raise ValueError(f"{name} must be a finite number >= {lower:g}, got {plain(value)}")
+    return number
+
+
+def real_above(name: str, value: object, lower: float) -> float:
+    """A finite real scalar > ``lower`` as a Python float (TypeError for non-numbers)."""
+    number = _real_number(name, value)
+    if not (math.isfinite(number) and number > lower):
+        raise ValueError(f"{name} must be a finite number > {lower:g}, got {plain(value)}")
     return number
 
 
