@@ -777,7 +777,13 @@ def entmax_newton(
             return flat.reshape((*z.shape[:-1], 1))
         if not slopes:
             return flat.reshape(z.shape)
-        return tuple(None if v is None else v.reshape((*z.shape[:-1], v.shape[-1])) for v in flat)
+
+        def unflattened(v: Array) -> Array:  # (s / sum(s) may be ColumnSlopes: both parts)
+            if isinstance(v, ColumnSlopes):
+                return ColumnSlopes(*(unflattened(part) for part in v))
+            return None if v is None else v.reshape((*z.shape[:-1], v.shape[-1]))
+
+        return tuple(unflattened(v) for v in flat)
     size = z.shape[-1]
     eps = float(_xs.native(z).finfo(z.dtype).eps)
     if top is None:
