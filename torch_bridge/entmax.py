@@ -45,7 +45,8 @@ try:  # a device-side loop for torch.compile (a private API; torch 2.13 has it);
     from torch._higher_order_ops import while_loop as _WHILE_LOOP
 except ImportError:  # pragma: no cover (older torch)
     _WHILE_LOOP = None
-_REDUCTIONS = ("mean", "sum", "none")
+# "elementwise_mean" is the entmax package's name for "mean" (its losses' default)
+_REDUCTIONS = ("mean", "sum", "none", "elementwise_mean")
 
 
 def _check(x: torch.Tensor, dim: int, mask: torch.Tensor | None) -> int:
@@ -269,7 +270,8 @@ def entmax_loss(
         target: class indices (...) of an integer dtype (``ignore_index`` rows count
             for nothing), or a distribution (..., C) of x's floating dtype.
         alpha: as for ``entmax`` (one per row: shape (..., 1)).
-        reduction: "mean" (over counted rows; 0 when there are none), "sum" or "none".
+        reduction: "mean" (over counted rows; 0 when there are none), "sum" or "none";
+            "elementwise_mean" (the entmax package's name) is "mean".
         ignore_index: the class index of rows to skip.
 
     Returns:
