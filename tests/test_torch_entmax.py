@@ -1048,3 +1048,33 @@ def test_mean_start_above_the_shift_is_mended():
         assert (mass < 1).sum() >= 100
         error = (entmax(x, alpha).double() - entmax(x.double(), alpha)).abs().max().item()
         assert error <= 1e-6, (alpha, error)
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0])
+def test_small_calls_on_numpy_views_match_torch(alpha, monkeypatch):
+    """Small CPU calls run the sort-based map on NumPy views (tuning.NUMPY_VIEW_ELEMENTS):
+    p and the gradient within 2 ulps (float32) and 1e-15 (float64) of the same map in
+    Torch's operations (the limit set to 0), on (1, 10), (16, 16) and (32, 1000) rows;
+    p is in Torch's own memory (it can be resized), and the views did run."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    viewed = []
+    original = core._view
+    monkeypatch.setattr(core, "_view", lambda t: viewed.append(1) or original(t))
+    gen = torch.Generator().manual_seed(13)
+    for shape in ((1, 10), (16, 16), (32, 1000)):
+        for dtype, tol in ((torch.float32, 2 * 2**-23), (F64, 1e-15)):
+            x = torch.randn(shape, generator=gen, dtype=dtype) * 2
+            w = torch.randn(shape, generator=gen, dtype=dtype)
+            results = []
+            for limit in (tuning.NUMPY_VIEW_ELEMENTS, 0):
+                monkeypatch.setattr(tuning, "NUMPY_VIEW_ELEMENTS", limit)
+                xg = x.clone().requires_grad_(True)
+                p = entmax(xg, alpha)
+                (p * w).sum().backward()
+                results.append((p.detach(), xg.grad))
+            (p, g), (p0, g0) = results
+            assert (p - p0).abs().max() <= tol and (g - g0).abs().max() <= 4 * tol
+            p.resize_(p.numel() + 1)  # (a tensor over NumPy's memory raises here)
+    assert viewed
