@@ -454,7 +454,9 @@ def test_largest_quarter_shift_is_checked(alpha, monkeypatch):
     (float32 N(0, 0.5^2) rows of 1000 at 1.9: p 7.5e-6 off before the check). The
     evaluation at that shift checks it (core._converged): the rows it fails are
     finished by the loop, and every probability is within the issue's 1e-6 of the
-    float64 op on the same numbers; at 1.9 the check did fail some row."""
+    float64 op on the same numbers; at 1.9 the check did fail some row. The same on one
+    row (1-D input, whose failed check the path had ignored: 7.6e-6 off): row 53 of
+    those rows, with 64536 entries at -1000 appended (2^16 entries take the path)."""
     from tsallis.core import discrete as core
 
     failed = []
@@ -468,6 +470,10 @@ def test_largest_quarter_shift_is_checked(alpha, monkeypatch):
     assert (p32 - entmax(x.double(), alpha)).abs().max() <= 1e-6
     if alpha == 1.9:
         assert failed[0] > 0
+        row = torch.cat([x[53], torch.full((64536,), -1000.0)])
+        failed.clear()
+        assert (entmax(row, alpha).double() - entmax(row.double(), alpha)).abs().max() <= 1e-6
+        assert failed[0] == 1
 
 
 def test_continuous_in_alpha_at_softmax_and_sparsemax():

@@ -648,6 +648,8 @@ def _prefix_map(
     total = to_book(_evaluate(c, alpha, work, False, to_work)[0])
     slope_total = to_book(work.slope_total)
     held = held & _converged(c, total, slope_total, alpha, z)
+    if z.ndim != 2 and not bool(held.all()):  # (one row, not held after all) the loop from c
+        return entmax_newton(z, alpha, steps, True, slopes, top, loop, (c, lo, hi))
     p, s, scale = work.normalized(alpha, total, slopes, slope_total)
     size = z.shape[-1]
     p = _xs.scattered(p, columns, size)
