@@ -1059,9 +1059,10 @@ def test_mean_start_above_the_shift_is_mended():
 @pytest.mark.parametrize("alpha", [1.5, 2.0])
 def test_small_calls_on_numpy_views_match_torch(alpha, monkeypatch):
     """Small CPU calls run the sort-based map on NumPy views (tuning.NUMPY_VIEW_ELEMENTS):
-    p and the gradient within 2 ulps (float32) and 1e-15 (float64) of the same map in
-    Torch's operations (the limit set to 0), on (1, 10), (16, 16) and (32, 1000) rows;
-    p is in Torch's own memory (it can be resized), and the views did run."""
+    p within 2 ulps (float32) and 1e-15 (float64) of the same map in Torch's operations
+    (the limit set to 0), the gradient of (p * w).sum() within that times max |w|
+    (measured: p equal, the gradient 1 ulp of max |w| apart), on (1, 10), (16, 16) and
+    (32, 1000) rows; p is in Torch's own memory (it can be resized), and the views ran."""
     from tsallis.core import discrete as core
     from tsallis.core import tuning
 
@@ -1081,6 +1082,7 @@ def test_small_calls_on_numpy_views_match_torch(alpha, monkeypatch):
                 (p * w).sum().backward()
                 results.append((p.detach(), xg.grad))
             (p, g), (p0, g0) = results
-            assert (p - p0).abs().max() <= tol and (g - g0).abs().max() <= 4 * tol
+            assert (p - p0).abs().max() <= tol
+            assert (g - g0).abs().max() <= tol * w.abs().max()
             p.resize_(p.numel() + 1)  # (a tensor over NumPy's memory raises here)
     assert viewed

@@ -93,7 +93,7 @@ def _decreasing(z: Array) -> Array:
         if _numpy_viewable(z):
             # NumPy's sort of a view, as -sort(-z) below: float32 (32, 1000) 52 us against
             # 1039 for Torch's, (1024, 32) 41 against 500 (torch 2.13, NumPy 2.4)
-            return torch.from_numpy(-np.sort(-z.detach().numpy(), axis=-1))
+            return torch.from_numpy(-np.sort(-_view(z), axis=-1))
         # Torch's descending sort is contiguous: one kernel
         return torch.sort(z, dim=-1, descending=True, stable=False).values
     # elsewhere -sort(-z), contiguous (NumPy's descending sort is a flipped view);
@@ -595,10 +595,17 @@ def _converged(c: Array, total: Array, slope_total: Array, alpha: float, like: A
     3.7e-7 of float64 (with 4 ulps, 8.1e-7)."""
     xp = _xs.namespace(c)
     eps = float(_xs.native(like).finfo(like.dtype).eps)
-    step = _deformed.log_beta_times_power(total, 2 - alpha) / xp.where(
-        slope_total > 0, slope_total, 1.0
-    )
+    step = _deformed_step(total, slope_total, alpha)
     return xp.abs(step) <= 2 * eps * xp.maximum(xp.abs(c), 1.0)
+
+
+def _deformed_step(total: Array, slope: Array, alpha: float | Array) -> Array:
+    """Newton's step on h(c) = log_{2-alpha}(sum p) at a shift c with sum p = ``total``
+    and sum s = ``slope`` (per row): h / (-h') = h (sum p)^(2 - alpha) / sum s, the
+    numerator generated (smooth through alpha = 1; sum p > 0 in the bracket), a slope
+    sum of 0 taken as 1."""
+    safe = _xs.namespace(slope).where(slope > 0, slope, 1.0)
+    return _deformed.log_beta_times_power(total, 2 - alpha) / safe
 
 
 def _prefix_map(
@@ -637,8 +644,7 @@ def _prefix_map(
     subset = _xs.take_columns(z, columns) - top
     c, held, work = _subset_shift(subset, bound, alpha, steps, to_book)
     held, c = held & (c <= hi), _xs.namespace(c).minimum(c, hi)
-    some = bool(held.any())
-    if not some or (z.ndim != 2 and not bool(held.all())):  # every row from c
+    if not bool(held.any()):  # every row from c
         return entmax_newton(z, alpha, steps, True, slopes, top, loop, (c, lo, hi))
     if work is None:
         zeros = _xs.namespace(subset).zeros_like(subset[..., :1])
@@ -648,7 +654,7 @@ def _prefix_map(
     total = to_book(_evaluate(c, alpha, work, False, to_work)[0])
     slope_total = to_book(work.slope_total)
     held = held & _converged(c, total, slope_total, alpha, z)
-    if z.ndim != 2 and not bool(held.all()):  # (one row, not held after all) the loop from c
+    if z.ndim != 2 and not bool(held.all()):  # one row (1-D z), not held: the loop from c
         return entmax_newton(z, alpha, steps, True, slopes, top, loop, (c, lo, hi))
     p, s, scale = work.normalized(alpha, total, slopes, slope_total)
     size = z.shape[-1]
@@ -878,8 +884,7 @@ def entmax_newton(
         if two:
             new = newton
         else:
-            # h / (-h') = h (sum p)^(2 - alpha) / sum s (generated; sum p > 0 in the bracket)
-            deformed = c + _deformed.log_beta_times_power(total, 2 - alpha) / safe_slope
+            deformed = c + _deformed_step(total, slope, alpha)
             if bent is not None:  # h' = -q sum s, h'' = (2 - alpha) q (sum t - (sum s)^2 / S)
                 h = _deformed.log_beta(total, 2 - alpha)  # generated, smooth through alpha = 1
                 q = _power(total, alpha - 2)
