@@ -27,6 +27,7 @@ Conventions (those of the ``entmax`` package, extended):
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -130,14 +131,16 @@ def _forward(
     # the row maxima hold every check: NaN and +inf propagate to them, and a row
     # without a valid entry has maximum -inf
     top = z.amax(-1, keepdim=True) if z.shape[-1] else z.sum(-1, keepdim=True)
-    empty = top == float("-inf")
-    # one host read in the common case (every row maximum finite)
-    has_empty = compiling or not bool(torch.isfinite(top).all())
+    # one host read and one kernel in the common case: the maxima's sum is finite when
+    # every maximum is (isfinite(top).all() took five kernels, each a launch on a GPU);
+    # a sum that overflows (maxima near the dtype's largest) only takes the long way
+    has_empty = compiling or not math.isfinite(float(top.sum()))
     if has_empty and not compiling:
         if bool((torch.isnan(top) | (top == float("inf"))).any()):
             raise ValueError("x must not contain NaN or +inf in a valid entry (mask it out)")
-        has_empty = bool(empty.any())
+        has_empty = bool((top == float("-inf")).any())
     if has_empty:
+        empty = top == float("-inf")
         z = z.masked_fill(empty, 0.0)
         top = top.masked_fill(empty, 0.0)
     # Eager mode stops the Newton loop once every row has converged: one host read per

@@ -11,6 +11,7 @@ the eq 10 shift) come from derivations/ through tsallis.core._generated.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from types import ModuleType
@@ -102,11 +103,26 @@ def _decreasing(z: Array) -> Array:
     return -_xs.namespace(z).sort(-z, axis=-1, stable=False)
 
 
-def _prefix_means(ordered: Array) -> tuple[Array, Array]:
-    """The means of the first 1..K entries of ``ordered`` along the last axis, and 1..K."""
-    xp = _xs.namespace(ordered)
-    sizes = xp.arange(1, ordered.shape[-1] + 1, dtype=ordered.dtype, device=_device(ordered))
-    return xp.cumulative_sum(ordered, axis=-1) / sizes, sizes
+@functools.lru_cache(maxsize=8)
+def _counting(xp: ModuleType, size: int, dtype: Any, device: Any) -> Array:
+    """1..size, shared between calls (an arange is a kernel launch on a GPU; a NumPy
+    array here is read-only). Only eager calls reach it (the sorted maps break graphs)."""
+    sizes = xp.arange(1, size + 1, dtype=dtype, device=device)
+    if isinstance(sizes, np.ndarray):
+        sizes.flags.writeable = False
+    return sizes
+
+
+def _prefix_sums(ordered: Array) -> tuple[Array, Array]:
+    """The sums of the first 1..K entries of ``ordered`` along the last axis, and 1..K."""
+    xp, size = _xs.namespace(ordered), ordered.shape[-1]
+    if size <= T.SHARED_COUNTING:
+        sizes = _counting(xp, size, ordered.dtype, _device(ordered))
+    else:
+        sizes = xp.arange(1, size + 1, dtype=ordered.dtype, device=_device(ordered))
+    # (the library's own cumsum, spelled alike in both: the array-API wrapper adds a
+    # namespace lookup per call)
+    return _xs.native(ordered).cumsum(ordered, -1), sizes
 
 
 def _pick(per_size: Array, ordered: Array) -> tuple[Array, Array]:
@@ -114,7 +130,9 @@ def _pick(per_size: Array, ordered: Array) -> tuple[Array, Array]:
     and that prefix's size (int64, (..., 1))."""
     xp = _xs.namespace(per_size)
     support = xp.sum(ordered > per_size, axis=-1, keepdims=True, dtype=xp.int64)
-    return xp.take_along_axis(per_size, support - 1, axis=-1), support
+    # support >= 1 (the top entry, 0, lies above every threshold): a plain gather, not
+    # take_along_axis, whose Torch form adds four kernels for negative indices
+    return _xs.take_columns(per_size, support - 1), support
 
 
 def _sorted_threshold(ordered: Array, alpha: float, width: int | None = None) -> Array:
@@ -148,12 +166,12 @@ def _prefix_threshold(ordered: Array, alpha: float) -> tuple[Array, Array]:
     """_sorted_threshold over every prefix of ``ordered``: (tau, the support's size)."""
     xp = _xs.namespace(ordered)
     if alpha == 2.0:
-        means, sizes = _prefix_means(ordered)
-        return _pick(xp.astype(gen.sparsemax_threshold(means, sizes), ordered.dtype), ordered)
+        sums, sizes = _prefix_sums(ordered)
+        return _pick(gen.sparsemax_threshold(sums, sizes), ordered)
     wide = xp.astype(ordered, xp.float64)
-    means, sizes = _prefix_means(wide)
-    variances = xp.cumulative_sum(wide * wide, axis=-1) / sizes - means * means
-    tau, support = _pick(gen.entmax15_threshold(means, variances, sizes), wide)
+    sums, sizes = _prefix_sums(wide)
+    squares = _xs.native(wide).cumsum(wide * wide, -1)
+    tau, support = _pick(gen.entmax15_threshold(sums, squares, sizes), wide)
     return xp.astype(tau, ordered.dtype), support
 
 
@@ -189,13 +207,16 @@ def _sorted_map(
     support, so sum(s) > 0), else (p, None, None). The slopes cost three passes here and
     spare the backward its recomputation of s from p (entmax_alpha_gradient). ``top``:
     z's row maxima (..., 1), when the caller has them."""
-    xp = _xs.namespace(z)
+    xp, lib = _xs.namespace(z), _xs.native(z)
     shifted = z - (xp.max(z, axis=-1, keepdims=True) if top is None else top)
     half = alpha == 1.5
-    u = xp.maximum(shifted / 2 if half else shifted, -2.0)  # (_sorted_threshold)
+    # clips by the library's own clip (spelled alike in both): the array-API maximum
+    # turns its scalar into an array first, a few us of Python per call, which is most
+    # of a small call's cost beside its kernels (and on a GPU beside their launches)
+    u = lib.clip(shifted / 2 if half else shifted, -2.0, None)  # (_sorted_threshold)
     # on the CPU in eager mode: the first SORTED_PREFIX sizes, unless a support fills them
     width = T.SORTED_PREFIX if _eager_cpu(z) else None
-    y = xp.maximum(u - _sorted_threshold(_decreasing(u), alpha, width), 0.0)
+    y = lib.clip(u - _sorted_threshold(_decreasing(u), alpha, width), 0.0, None)
     p = y * y if half else y
     if not slopes:
         return p, None, None

@@ -18,15 +18,22 @@ from itertools import combinations
 import sympy as sp
 
 from tsallis.derivations import symbols as S
-from tsallis.derivations.primitives import expm1, exprel, log1p, log1prel, log1prel_slope
+from tsallis.derivations.primitives import (
+    PositivePart,
+    expm1,
+    exprel,
+    log1p,
+    log1prel,
+    log1prel_slope,
+)
 from tsallis.derivations.result import Kernel, KernelSet
 
 SOURCE = "derivations/discrete.py"
 
 z = sp.Symbol("z", real=True)  # score, already shifted by the row maximum
 tau = sp.Symbol("tau", real=True)  # threshold
-mean = sp.Symbol("mean", real=True)  # mean of the k largest scores
-var = sp.Symbol("var", nonnegative=True)  # their (population) variance
+first = sp.Symbol("first", real=True)  # sum of the k largest scores
+second = sp.Symbol("second", nonnegative=True)  # sum of their squares
 size = sp.Symbol("size", positive=True)  # support size k
 eps = sp.Symbol("eps", positive=True)  # eq 10 floor
 w_plus = sp.Symbol("w_plus", nonnegative=True)  # max(0, w_k)
@@ -36,38 +43,45 @@ base = sp.Symbol("base", real=True)  # (alpha - 1)(z - tau), alpha-entmax's base
 
 
 def _support_sum_equation(power: int) -> sp.Eq:
-    """sum_{i in S} (z_i - tau)^power = 1 written with the support's mean and variance.
+    """sum_{i in S} (z_i - tau)^power = 1 written with the support's power sums.
 
-    Expanded in powers of z_i, the sum needs sum z_i^0 = size, sum z_i = size mean
-    and sum z_i^2 = size (var + mean^2): the statistics the sorted prefix sums give.
+    Expanded in powers of z_i, the sum needs sum z_i^0 = size, sum z_i = first and
+    sum z_i^2 = second: the cumulative sums of the sorted scores and of their squares
+    give them for every prefix at once.
     """
     z_i = sp.Symbol("z_i", real=True)
-    power_sums = {0: size, 1: size * mean, 2: size * (var + mean**2)}
+    power_sums = {0: size, 1: first, 2: second}
     terms = sp.Poly((z_i - tau) ** power, z_i).terms()
     total = sp.Add(*(coeff * power_sums[n] for (n,), coeff in terms))
     return sp.Eq(sp.expand(total), 1)
 
 
 def sparsemax_threshold() -> sp.Expr:
-    """tau for alpha = 2 (p_i = [z_i - tau]_+) on a support of ``size`` entries."""
+    """tau for alpha = 2 (p_i = [z_i - tau]_+) on a support of ``size`` entries:
+    (first - 1) / size, two operations on the prefix sums."""
     (root,) = sp.solve(_support_sum_equation(1), tau)
-    return sp.expand(root)
+    return sp.factor(root)
 
 
 def entmax15_threshold() -> sp.Expr:
     """tau for alpha = 3/2 (p_i = [z_i - tau]_+^2 with z = v/2) on a support of ``size``.
 
-    The quadratic has two roots; the one below the mean is the threshold
-    (the other would give the smaller support entries a negative base).
+    The quadratic has two roots; the one below the mean first / size is the threshold
+    (the other would give the smaller support entries a negative base). Its radicand
+    is size^2 (1 / size - var) for the support's variance var.
     """
     roots = sp.solve(_support_sum_equation(2), tau)
+    mean = first / size
     below = [root for root in roots if sp.simplify(root - mean).could_extract_minus_sign()]
     (root,) = below
-    radicand = sp.simplify(((root - mean) ** 2).expand())
-    assert sp.simplify(radicand - (1 / size - var)) == 0, radicand
+    radicand = sp.expand(sp.simplify((root - mean) ** 2) * size**2)
+    var = second / size - mean**2
+    assert sp.simplify(radicand - size**2 * (1 / size - var)) == 0, radicand
     # Outside a valid support the radicand may be negative: 0 there (the caller
-    # rejects that size anyway); the guarded branch keeps values and gradients finite.
-    return mean - sp.Piecewise((sp.sqrt(radicand), radicand > 0), (0, True))
+    # rejects that size anyway). Clipped, not a guarded branch: the value is the same,
+    # and it prints as one clip where the branch printed seven operations (each one a
+    # kernel launch on a GPU); nothing differentiates it (the backward is closed-form).
+    return (first - sp.sqrt(PositivePart(radicand))) / size
 
 
 def entmax_gppr_weight() -> sp.Expr:
@@ -341,15 +355,15 @@ def derive_discrete() -> KernelSet:
     kernels = (
         Kernel(
             "sparsemax_threshold",
-            (mean, size),
+            (first, size),
             sparsemax_threshold(),
-            "tau solving sum_S (z_i - tau) = 1 for a support of `size` entries with mean `mean`.",
+            "tau solving sum_S (z_i - tau) = 1 for a support of `size` entries summing to `first`.",
         ),
         Kernel(
             "entmax15_threshold",
-            (mean, var, size),
+            (first, second, size),
             entmax15_threshold(),
-            "tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); mean, var of the support.",
+            "tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); S's sums of z, z^2.",
         ),
         Kernel(
             "entmax_gppr_weight",

@@ -10,17 +10,16 @@ from tsallis.core import arrays as _xs
 __all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
-def sparsemax_threshold(mean, size):
-    """tau solving sum_S (z_i - tau) = 1 for a support of `size` entries with mean `mean`."""
-    xp, (mean, size) = _xs.arrays(mean, size)
-    return mean - 1/size
+def sparsemax_threshold(first, size):
+    """tau solving sum_S (z_i - tau) = 1 for a support of `size` entries summing to `first`."""
+    xp, (first, size) = _xs.arrays(first, size)
+    return (first - 1)/size
 
 
-def entmax15_threshold(mean, var, size):
-    """tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); mean, var of the support."""
-    xp, (mean, var, size) = _xs.arrays(mean, var, size)
-    _t0 = var - 1/size
-    return mean - xp.where((_t0 < 0), xp.sqrt(xp.where(-_t0 > 0, -_t0, 1)), 0)
+def entmax15_threshold(first, second, size):
+    """tau solving sum_S (z_i - tau)^2 = 1 (alpha = 3/2, z = v/2); S's sums of z, z^2."""
+    xp, (first, second, size) = _xs.arrays(first, second, size)
+    return (first - xp.sqrt(xp.clip(first**2 - second*size + size, min=0.0)))/size
 
 
 def entmax_gppr_weight(p, alpha):
