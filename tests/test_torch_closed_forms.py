@@ -42,8 +42,8 @@ VALUES = {
     "delta": [0.0, 0.5, -1.0],
     "s": [1e-3, 0.1, 1.0],
     # discrete maps: support statistics, scores shifted to max 0, eq 10 and eq 6 inputs
-    "mean": [-0.5, 0.0, -0.2],
-    "var": [0.0, 0.1, 0.4],
+    "first": [-0.5, 0.0, -1.0],  # the support's sum and sum of squares: the 3/2
+    "second": [0.25, 0.1, 2.0],  # root's radicand takes both signs (4.75, -1, 2.5)
     "size": [1, 2, 5],
     "z": [0.0, -0.3, -2.0],
     "tau": [-1.0, -0.5, -0.1],
@@ -187,8 +187,8 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "omc": 0.7,
         "delta": 0.2,
         "s": 0.3,
-        "mean": -0.3,
-        "var": 0.05,
+        "first": -0.4,
+        "second": 0.1,
         "size": 3.0,
         "z": -0.1,
         "tau": -0.4,

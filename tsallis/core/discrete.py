@@ -143,9 +143,11 @@ def _sorted_threshold(ordered: Array, alpha: float, width: int | None = None) ->
     sums from overflowing: float32 [0, -3e38, -3e38] summed to -inf). The per-size
     thresholds are generated. Given only a row's largest entries: tau of those alone.
 
-    At 3/2 the prefix sums run in float64: the variances cancel (in float32 the start of
-    the Newton loop was 8 ulps off, and the sort-based map 3.9e-7 off, against 4e-8 for
-    sparsemax, on rows with near-ties at the top).
+    The per-size thresholds come from the prefix sums of u (and of u^2 at 3/2). At 3/2
+    they run in float64: the root's radicand first^2 - size (second - 1) cancels (with
+    the support's mean and variance in float32 the start of the Newton loop was 8 ulps
+    off, and the sort-based map 3.9e-7 off, against 4e-8 for sparsemax, on rows with
+    near-ties at the top; the power sums in float32 would lose more).
 
     ``width`` (one host read): the per-size thresholds of the first ``width`` sizes only,
     then of every size if some row's support fills them. The prefixes whose smallest

@@ -78,9 +78,11 @@ def entmax15_threshold() -> sp.Expr:
     var = second / size - mean**2
     assert sp.simplify(radicand - size**2 * (1 / size - var)) == 0, radicand
     # Outside a valid support the radicand may be negative: 0 there (the caller
-    # rejects that size anyway). Clipped, not a guarded branch: the value is the same,
-    # and it prints as one clip where the branch printed seven operations (each one a
-    # kernel launch on a GPU); nothing differentiates it (the backward is closed-form).
+    # rejects that size anyway). Clipped, not a guarded branch: the same values, and
+    # two operations where the guarded branch printed seven (each a kernel launch on a
+    # GPU). Gradients (torch_bridge.closed_forms is open to autograd) stay finite below
+    # 0 (the clip's backward selects); at a radicand of exactly 0 the root's slope is
+    # infinite, as sqrt's own is.
     return (first - sp.sqrt(PositivePart(radicand))) / size
 
 
