@@ -222,7 +222,7 @@ def _sorted_map(
     p = y * y if half else y
     if not slopes:
         return p, None, None
-    s = y if half else xp.astype(y > 0, y.dtype)
+    s = y if half else lib.sign(y)  # (y >= 0: the support indicator in one pass)
     total = xp.sum(s, axis=-1, keepdims=True)
     return p, s / total, total
 
