@@ -1094,7 +1094,8 @@ def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
     prefix width, a sort at any size), forced on the CPU so that CI runs it: float64
     within 1e-12 of 40-digit mpmath; float32 within 1e-6 of the float64 map on rows
     with ties at the top, -inf entries and a 1e30 spread, gradient of (p * w).sum()
-    within 1e-5 (float32 sums of 1000 terms of size <= max |w|)."""
+    within 4 float32 ulps of max |w| (measured: p 8.0e-8 / 4.8e-8 off at 3/2 / 2, the
+    gradient 1.7e-7)."""
     from array_api_compat import is_torch_array
 
     from tsallis.core import discrete as core
@@ -1120,5 +1121,5 @@ def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
         grads.append((p.detach(), xg.grad))
     (p32, g32), (p64, g64) = grads
     assert (p32.double() - p64).abs().max() <= 1e-6
-    assert (g32.double() - g64).abs().max() <= 1e-5
+    assert (g32.double() - g64).abs().max() <= 4 * 2**-23 * w.abs().max()
     assert float(p64.sum(-1).sub(1).abs().max()) <= 1e-12

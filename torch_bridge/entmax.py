@@ -135,12 +135,13 @@ def _forward(
     # every maximum is (isfinite(top).all() took five kernels, each a launch on a GPU);
     # a sum that overflows (maxima near the dtype's largest) only takes the long way
     has_empty = compiling or not math.isfinite(float(top.sum()))
+    if has_empty:
+        empty = top == float("-inf")
     if has_empty and not compiling:
         if bool((torch.isnan(top) | (top == float("inf"))).any()):
             raise ValueError("x must not contain NaN or +inf in a valid entry (mask it out)")
-        has_empty = bool((top == float("-inf")).any())
+        has_empty = bool(empty.any())
     if has_empty:
-        empty = top == float("-inf")
         z = z.masked_fill(empty, 0.0)
         top = top.masked_fill(empty, 0.0)
     # Eager mode stops the Newton loop once every row has converged: one host read per

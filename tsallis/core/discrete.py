@@ -106,7 +106,8 @@ def _decreasing(z: Array) -> Array:
 @functools.lru_cache(maxsize=8)
 def _counting(xp: ModuleType, size: int, dtype: Any, device: Any) -> Array:
     """1..size, shared between calls (an arange is a kernel launch on a GPU; a NumPy
-    array here is read-only). Only eager calls reach it (the sorted maps break graphs)."""
+    array here is read-only; ``__wrapped__``: a fresh one). Only eager calls reach it
+    (the sorted maps break graphs)."""
     sizes = xp.arange(1, size + 1, dtype=dtype, device=device)
     if isinstance(sizes, np.ndarray):
         sizes.flags.writeable = False
@@ -115,11 +116,9 @@ def _counting(xp: ModuleType, size: int, dtype: Any, device: Any) -> Array:
 
 def _prefix_sums(ordered: Array) -> tuple[Array, Array]:
     """The sums of the first 1..K entries of ``ordered`` along the last axis, and 1..K."""
-    xp, size = _xs.namespace(ordered), ordered.shape[-1]
-    if size <= T.SHARED_COUNTING:
-        sizes = _counting(xp, size, ordered.dtype, _device(ordered))
-    else:
-        sizes = xp.arange(1, size + 1, dtype=ordered.dtype, device=_device(ordered))
+    size = ordered.shape[-1]
+    counting = _counting if size <= T.SHARED_COUNTING else _counting.__wrapped__
+    sizes = counting(_xs.namespace(ordered), size, ordered.dtype, _device(ordered))
     # (the library's own cumsum, spelled alike in both: the array-API wrapper adds a
     # namespace lookup per call)
     return _xs.native(ordered).cumsum(ordered, -1), sizes
@@ -1210,7 +1209,7 @@ def entmax_map(
             # values costs NumPy about 1 us, Torch 3 to 5); p, which the caller returns,
             # copied into Torch's own memory (a tensor over NumPy's cannot be resized or
             # moved to shared memory)
-            p, s, scale = _sorted_map(z.detach().numpy(), alpha, slopes, _view(top))
+            p, s, scale = _sorted_map(_view(z), alpha, slopes, _view(top))
             torch = _xs.native(z)
             kept = (None if v is None else torch.from_numpy(v) for v in (s, scale))
             return (torch.from_numpy(p).clone(), *kept)
