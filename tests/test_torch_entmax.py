@@ -923,13 +923,13 @@ def test_float32_mass_has_no_subnormal_values(alpha):
         assert bool(((values == 0) | (values >= tiny)).all())
 
 
-@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.05, 1.2, 1.3, 1.5, 2.0, 3.0])
-def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
+@pytest.mark.parametrize("alpha", [0.7, 1.0, 1.05, 1.2, 1.3, 1.5, 1.9, 2.0, 3.0])
+def test_in_place_mass_equals_the_generated_deformed_exponential(alpha, monkeypatch):
     """The Newton step's in-place p = exp_{2-alpha}(f) and s = p^(2-alpha) (hand-vectorized
-    for speed: fused out= passes, on the state moved to c in place or formed anew)
-    against the generated kernels, for a Python-float alpha and for the per-row (array)
-    path that calls them; float64: the sums within 1e-13, the normalized p within 1e-14
-    and s within 1e-13 relative to its largest."""
+    for speed: fused out= passes, on the state moved to c in place or formed anew, or as
+    one stacked power as on a GPU) against the generated kernels, for a Python-float
+    alpha and for the per-row (array) path that calls them; float64: the sums within
+    1e-13, the normalized p within 1e-14 and s within 1e-13 relative to its largest."""
     from tsallis.core import discrete as core
     from tsallis.core._generated import deformed
 
@@ -946,25 +946,26 @@ def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
     expected = torch.where(finite, log_p, -math.inf).exp()
     mass = expected.sum(-1, keepdim=True)
     normalized = expected / mass
+    stacked_seen = False
     for a in (alpha, torch.full((6, 1), alpha, dtype=F64)):
         form = core._clamped_form(a)
-        # in place from a lower c (c / 2 first), as the eager loop does, and formed anew
-        for incremental in (True, False):
+        # in place from a lower c (c / 2 first), as the eager loop does; formed anew; and
+        # as on a GPU (the stacked powers where the form is "base", else in place)
+        for mode in ("in place", "anew", "device"):
+            incremental = mode != "anew"
+            monkeypatch.setattr(core, "_eager_cpu", lambda v, on=mode != "device": on)
             # the per-row values in NumPy (incremental) or in Torch
             book = c.numpy() if incremental else c
             to_work = torch.from_numpy if incremental else (lambda v: v)
+            to_book = (lambda v: v.numpy()) if incremental else (lambda v: v)
             work = core._Buffers(z, top, a, incremental, to_work, form)
-            if work.incremental:
-                core._evaluate(book / 2, a, work, False, to_work)
-            total, slope, _ = core._evaluate(book, a, work, False, to_work)
-            if incremental:
-                total, book_alpha = total.numpy(), a if isinstance(a, float) else a.numpy()
-            else:
-                book_alpha = a
-            book_slope = slope.numpy() if incremental else slope
-            p, s, _ = work.normalized(book_alpha, total, True, book_slope)
-            total, slope = torch.as_tensor(total), torch.as_tensor(slope)
-            assert (total - mass).abs().max() <= 1e-13
+            stacked_seen |= work.stacked
+            if work.incremental or work.stacked:
+                core._evaluate(book / 2, a, work, False, to_work, to_book)
+            total, slope, _ = core._evaluate(book, a, work, False, to_work, to_book)
+            book_alpha = a if isinstance(a, float) or not incremental else a.numpy()
+            p, s, _ = work.normalized(book_alpha, total, True, slope)
+            assert (torch.as_tensor(total) - mass).abs().max() <= 1e-13
             assert (p - normalized).abs().max() <= 1e-14
             want_s = core.gppr_weights(normalized, alpha)
             assert (s - want_s).abs().max() <= 1e-13 * max(1.0, float(want_s.abs().max()))
@@ -972,9 +973,8 @@ def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
             for last in (False, True):  # p in s's buffer, or apart (work.final)
                 work = core._Buffers(z, top, a, incremental, to_work, form)
                 work.final = last
-                core._evaluate(book, a, work, False, to_work)
-                p, unit, scale = work.normalized(book_alpha, total.numpy() if incremental
-                                                 else total, "unit", book_slope)  # fmt: skip
+                core._evaluate(book, a, work, False, to_work, to_book)
+                p, unit, scale = work.normalized(book_alpha, total, "unit", slope)
                 want_scale = want_s.sum(-1, keepdim=True)
                 assert (p - normalized).abs().max() <= 1e-14
                 assert ((scale - want_scale).abs() / want_scale).max() <= 1e-13
@@ -982,19 +982,28 @@ def test_in_place_mass_equals_the_generated_deformed_exponential(alpha):
             # the slope: sum s before normalization, s of the normalized map times
             # total^(2 - alpha)
             unnormalized = want_s.sum(-1, keepdim=True) * mass ** (2 - alpha)
+            slope = torch.as_tensor(slope)
             assert ((slope - unnormalized).abs() / unnormalized).max() <= 1e-12
+        monkeypatch.setattr(core, "_eager_cpu", lambda v: True)
         if form is not None:  # back to a lower c: y formed from z again, nothing lost
+            book = lambda v: v.numpy()  # noqa: E731
             work = core._Buffers(z, top, a, True, torch.from_numpy, form)
-            core._evaluate(c.numpy(), a, work, False, torch.from_numpy)
-            lower, _, _ = core._evaluate(c.numpy() / 2, a, work, False, torch.from_numpy)
+            core._evaluate(c.numpy(), a, work, False, torch.from_numpy, book)
+            lower, _, _ = core._evaluate(c.numpy() / 2, a, work, False, torch.from_numpy, book)
             fresh = core._Buffers(z, top, a, False, lambda v: v, form)
-            want, _, _ = core._evaluate(c / 2, a, fresh, False, lambda v: v)
+            want, _, _ = core._evaluate(c / 2, a, fresh, False, lambda v: v, lambda v: v)
             assert (torch.as_tensor(lower) - want).abs().max() <= 1e-13
+    assert stacked_seen == (core._clamped_form(alpha) == "base")
     if alpha != 1.0 and alpha <= 1.5:  # the Halley steps' sum of t = p^(3 - 2 alpha)
-        work = core._Buffers(z, top, alpha, form=core._clamped_form(alpha))
-        _, _, bent = core._evaluate(c, alpha, work, True, lambda v: v)
         t = torch.where(expected > 0, expected ** (3 - 2 * alpha), 0.0).sum(-1, keepdim=True)
-        assert ((bent - t).abs() / t).max() <= 1e-13
+        for device in (False, True):  # (stacked on a GPU where the form is "base")
+            monkeypatch.setattr(core, "_eager_cpu", lambda v, on=not device: on)
+            to_work = torch.from_numpy if device else (lambda v: v)
+            to_book = (lambda v: v.numpy()) if device else (lambda v: v)
+            work = core._Buffers(z, top, alpha, device, to_work, core._clamped_form(alpha))
+            book = c.numpy() if device else c
+            _, _, bent = core._evaluate(book, alpha, work, True, to_work, to_book)
+            assert ((torch.as_tensor(bent) - t).abs() / t).max() <= 1e-13
 
 
 @settings(max_examples=80, deadline=None)
@@ -1088,14 +1097,16 @@ def test_small_calls_on_numpy_views_match_torch(alpha, monkeypatch):
     assert viewed
 
 
-@pytest.mark.parametrize("alpha", [1.5, 2.0])
+@pytest.mark.parametrize("alpha", [1.3, 1.5, 1.7, 2.0])
 def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
-    """The sort-based map as a GPU runs it (Torch operations only: no NumPy view, no
-    prefix width, a sort at any size), forced on the CPU so that CI runs it: float64
-    within 1e-12 of 40-digit mpmath; float32 within 1e-6 of the float64 map on rows
-    with ties at the top, -inf entries and a 1e30 spread, gradient of (p * w).sum()
-    within 4 float32 ulps of max |w| (measured: p 8.0e-8 / 4.8e-8 off at 3/2 / 2, the
-    gradient 1.7e-7)."""
+    """The maps as a GPU runs them, forced on the CPU so that CI runs them: at 3/2 and 2
+    the sort-based map (Torch operations only: no NumPy view, no prefix width, a sort at
+    any size), at 1.3 and 1.7 the Newton loop on whole rows with the stacked powers (no
+    start from the largest entries, no rows finished apart). Float64 within 1e-12 of
+    40-digit mpmath; float32 within 1e-6 of the float64 map on rows with ties at the
+    top, -inf entries and a 1e30 spread, gradient of (p * w).sum() within 4 float32 ulps
+    of max |w| (measured: p 9.5e-8 / 1.9e-7 / 6.8e-8 / 2.0e-8 off at 1.3 / 1.7 / 3/2 /
+    2, the gradient 1.7e-7 to 4.3e-7)."""
     from array_api_compat import is_torch_array
 
     from tsallis.core import discrete as core
@@ -1103,7 +1114,11 @@ def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
 
     monkeypatch.setattr(core, "_eager_cpu", lambda z: not is_torch_array(z))
     monkeypatch.setattr(core, "_numpy_viewable", lambda z: False)
-    monkeypatch.setitem(tuning.SORT_ELEMENTS, alpha, 1 << 40)
+    if alpha in tuning.SORT_ELEMENTS:
+        monkeypatch.setitem(tuning.SORT_ELEMENTS, alpha, 1 << 40)
+    stacked = []  # the Newton loop's stacked powers, seen
+    exponents = core._stacked_exponents
+    monkeypatch.setattr(core, "_stacked_exponents", lambda *a: stacked.append(1) or exponents(*a))
     gen = torch.Generator().manual_seed(21)
     x = torch.randn(3, 12, generator=gen, dtype=F64) * 3
     for row, got in zip(x.numpy(), entmax(x, alpha).numpy(), strict=True):
@@ -1123,3 +1138,4 @@ def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
     assert (p32.double() - p64).abs().max() <= 1e-6
     assert (g32.double() - g64).abs().max() <= 4 * 2**-23 * w.abs().max()
     assert float(p64.sum(-1).sub(1).abs().max()) <= 1e-12
+    assert bool(stacked) == (alpha not in (1.5, 2.0))

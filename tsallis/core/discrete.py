@@ -124,23 +124,13 @@ def _prefix_sums(ordered: Array) -> tuple[Array, Array]:
     return _xs.native(ordered).cumsum(ordered, -1), sizes
 
 
-def _pick(per_size: Array, ordered: Array) -> tuple[Array, Array]:
-    """The threshold of the largest prefix whose smallest entry lies above its threshold,
-    and that prefix's size (int64, (..., 1))."""
-    xp = _xs.namespace(per_size)
-    support = xp.sum(ordered > per_size, axis=-1, keepdims=True, dtype=xp.int64)
-    # support >= 1 (the top entry, 0, lies above every threshold): a plain gather, not
-    # take_along_axis, whose Torch form adds four kernels for negative indices
-    return _xs.take_columns(per_size, support - 1), support
-
-
 def _sorted_threshold(ordered: Array, alpha: float, width: int | None = None) -> Array:
     """The threshold tau of sparsemax (alpha = 2: p = [u - tau]_+) or of 1.5-entmax (p =
     [u - tau]_+^2, u = z / 2) from ``ordered``, the u of a row in decreasing order,
-    relative to the row maximum and clipped at -2 (tau >= -1: the top entry alone has
-    mass 1, so -2 clips only entries off the support, and -inf, and keeps the prefix
-    sums from overflowing: float32 [0, -3e38, -3e38] summed to -inf). The per-size
-    thresholds are generated. Given only a row's largest entries: tau of those alone.
+    relative to the row maximum, at 3/2 clipped at -2 (tau >= -1: the top entry alone
+    has mass 1, so -2 clips only entries off the support, and -inf, whose square would
+    meet the prefix sums' -inf in a NaN; sparsemax may take them as they are). The
+    per-size thresholds are generated. Given only a row's largest entries: tau of those alone.
 
     The per-size thresholds come from the prefix sums of u (and of u^2 at 3/2). At 3/2
     they run in float64: the root's radicand first^2 - size (second - 1) cancels (with
@@ -149,31 +139,46 @@ def _sorted_threshold(ordered: Array, alpha: float, width: int | None = None) ->
     near-ties at the top; the power sums in float32 would lose more).
 
     ``width`` (one host read): the per-size thresholds of the first ``width`` sizes only,
-    then of every size if some row's support fills them. The prefixes whose smallest
-    entry lies above their threshold are exactly the first ones, up to the support's
-    size, so a support shorter than ``width`` is found among them. Measured (torch 2.13,
-    CPU, float32, forward + backward of 1.5-entmax, the sort NumPy's, width 64 / every
-    size): (16, 1000) 441 / 659 us, (32, 1000) 613 / 957.
+    then of every size if some row's support may reach past them: tau of the first
+    ``width`` entries is the row's wherever the ``width``-th lies at or below it (every
+    later entry then has p = 0 at that tau, so the row's mass there is theirs). Measured
+    (torch 2.13, CPU, float32, forward + backward of 1.5-entmax, the sort NumPy's, width
+    64 / every size): (16, 1000) 441 / 659 us, (32, 1000) 613 / 957.
     """
     size = ordered.shape[-1]
     if width is not None and width < size:
-        tau, support = _prefix_threshold(ordered[..., :width], alpha)
-        if not bool(_xs.namespace(support).any(support >= width)):
+        tau = _prefix_threshold(ordered[..., :width], alpha)
+        if not bool(_xs.namespace(tau).any(ordered[..., width - 1 : width] > tau)):
             return tau
-    return _prefix_threshold(ordered, alpha)[0]
+    return _prefix_threshold(ordered, alpha)
 
 
-def _prefix_threshold(ordered: Array, alpha: float) -> tuple[Array, Array]:
-    """_sorted_threshold over every prefix of ``ordered``: (tau, the support's size)."""
-    xp = _xs.namespace(ordered)
+def _prefix_threshold(ordered: Array, alpha: float) -> Array:
+    """_sorted_threshold over every prefix of ``ordered``: the largest per-size threshold,
+    each capped at its prefix's smallest entry (at 3/2; sparsemax's need no cap).
+
+    With tau_k the threshold of the first k entries alone (the generated closed form)
+    and tau the row's: where tau_k <= u_k (the k-th largest entry), the first k have
+    mass 1 at tau_k and the whole row at least that, so tau_k <= tau (the mass falls in
+    tau); where tau_k > u_k, u_k <= tau (were u_k above tau, the first k would all lie in
+    the support, their mass at tau at most 1, and tau_k, the root on the decreasing side
+    of their sum of squares, at most tau: below u_k); and k = |S| gives tau itself. So
+    tau = max_k min(tau_k, u_k). For sparsemax tau_k <= tau at every k: the mass of the
+    first k at tau_k, sum (u_i - tau_k) = 1, counts entries below tau_k negatively, so
+    the row's [u_i - tau_k]_+ sum is at least 1. One reduction, where finding the
+    support's size (a comparison and a count) and gathering its threshold took four
+    kernels (a GPU launches each).
+    """
+    xp, lib = _xs.namespace(ordered), _xs.native(ordered)
     if alpha == 2.0:
         sums, sizes = _prefix_sums(ordered)
-        return _pick(gen.sparsemax_threshold(sums, sizes), ordered)
+        return xp.max(gen.sparsemax_threshold(sums, sizes), axis=-1, keepdims=True)
     wide = xp.astype(ordered, xp.float64)
     sums, sizes = _prefix_sums(wide)
-    squares = _xs.native(wide).cumsum(wide * wide, -1)
-    tau, support = _pick(gen.entmax15_threshold(sums, squares, sizes), wide)
-    return xp.astype(tau, ordered.dtype), support
+    squares = lib.cumsum(wide * wide, -1)
+    per_size = gen.entmax15_threshold(sums, squares, sizes)
+    capped = lib.minimum(per_size, wide, out=per_size)
+    return xp.astype(xp.max(capped, axis=-1, keepdims=True), ordered.dtype)
 
 
 def sparsemax_sorted(z: Array) -> Array:
@@ -214,7 +219,9 @@ def _sorted_map(
     # clips by the library's own clip (spelled alike in both): the array-API maximum
     # turns its scalar into an array first, a few us of Python per call, which is most
     # of a small call's cost beside its kernels (and on a GPU beside their launches)
-    u = lib.clip(shifted / 2 if half else shifted, -2.0, None)  # (_sorted_threshold)
+    # 3/2 clips u at -2 (_sorted_threshold: its squares must not overflow); sparsemax's
+    # prefix sums may run to -inf off the support, where no maximum looks (one pass less)
+    u = lib.clip(shifted / 2, -2.0, None) if half else shifted
     # on the CPU in eager mode: the first SORTED_PREFIX sizes, unless a support fills them
     width = T.SORTED_PREFIX if _eager_cpu(z) else None
     y = lib.clip(u - _sorted_threshold(_decreasing(u), alpha, width), 0.0, None)
@@ -299,6 +306,16 @@ class _Buffers:
         # torch.compile(dynamic=True) the tuning value it reads is a symbolic float,
         # which a while_loop body must not capture
         self.incremental = incremental and self.form is not None
+        # off the CPU in eager mode (a GPU, where a call costs its kernel launches): p and
+        # s (and Halley's t) as one power of the state y, [p; s; t] = y^[1/(alpha - 1);
+        # (2 - alpha)/(alpha - 1); (3 - 2 alpha)/(alpha - 1)] into a (2 or 3, ..., K) buffer,
+        # and their row sums as one reduction and one copy to the host: four kernels per
+        # step against eight (_stacked_exponents). y's floor is then 0, whose powers are
+        # 0 (the exponents are > 0, t's where it is used), and y is formed from y at c = 0
+        # at every step (one rounding; in place from the Jensen start, five steps left p
+        # 4.4e-7 off at alpha = 1.9 in float32, against 1.4e-7 on the CPU)
+        self.stacked = self.incremental and self.form == "base" and not _eager_cpu(z)
+        self.incremental = self.incremental and not self.stacked
 
         def fresh() -> Array:  # C order whatever z's strides: the same sums, bit for bit
             return xp.empty(z.shape, dtype=z.dtype, device=_device(z))
@@ -312,15 +329,24 @@ class _Buffers:
         else:
             self.scale, self.lead = alpha - 1, 0.0 if self.form == "offset" else 1.0
             self.floor = {"offset": -1.0, "power": 0.0}.get(
-                self.form, float(xp.finfo(z.dtype).smallest_normal)
+                self.form, 0.0 if self.stacked else float(xp.finfo(z.dtype).smallest_normal)
             )
-            if not self.incremental:  # y at c = 0, from which every step forms y at c
+            if self.stacked:  # y at c = 0 unclamped (each move clamps): two kernels
+                shifted = lib.subtract(z, top, out=self.origin)
+                lib.add(self.lead, shifted, alpha=self.scale, out=self.origin)
+            elif not self.incremental:  # y at c = 0, from which every step forms y at c
                 lib.clip(self._unclamped(self.origin), self.floor, None, out=self.origin)
             self.at = None  # the c of y in x (incremental): none yet, the first move forms it
         self.p_in_s = False  # whether _mass left p in s (then s is formed from it)
         self.final = False  # the next evaluation is known to be the last: p apart from s
         self.x = self.origin if self.incremental else fresh()
-        self.p, self.s = fresh(), fresh()
+        self.sums = None  # the stacked form's row sums (2 or 3, ..., 1), on z's device
+        if self.stacked:  # (t only where Halley's steps may be taken)
+            rows = 3 if alpha <= 1.5 else 2
+            self.powers = xp.empty((rows, *z.shape), dtype=z.dtype, device=_device(z))
+            self.p, self.s = self.powers[0], self.powers[1]
+        else:
+            self.p, self.s = fresh(), fresh()
 
     def _unclamped(self, out: Array, c: Array | None = None) -> Array:
         """lead + (alpha - 1)((z - max) - c), y at c (per row in the loop's namespace;
@@ -377,6 +403,16 @@ class _Buffers:
             if not unit:
                 return p, self.s if slopes else None, None
             return p, lib.divide(self.s, to_work(slope_total), out=self.s), to_work(slope_total)
+        if self.stacked:  # the sums (and the scale) sent in one copy; p a fresh array,
+            # not a view of the stacked buffer (which a returned p would keep alive)
+            scale = slope_total * _power(total, alpha - 2)
+            sent = to_work(np.stack([total, slope_total, scale]))
+            p = lib.divide(self.p, sent[0])
+            if not slopes:
+                return p, None, None
+            if not unit:
+                return p, _renormalized_slopes(self.s, total, alpha, to_work), None
+            return p, lib.divide(self.s, sent[1], out=self.s), sent[2]
         if self.p_in_s:  # (_mass) s = p / (1 + x), into the p buffer
             p, s = self.s, self.p
             if self.form == "base":
@@ -405,14 +441,32 @@ def _over_one_plus(p: Array, x: Array, out: Array) -> Array:
 
 
 def _evaluate(
-    c: Array, alpha: float | Array, work: _Buffers, bend: bool, to_work: Callable
+    c: Array, alpha: float | Array, work: _Buffers, bend: bool, to_work: Callable, to_book: Callable
 ) -> tuple[Array, Array, Array | None]:
-    """_mass at c (per row, in the loop's namespace), the state moved there first."""
+    """_mass at c (per row, in the loop's namespace), the state moved there first: its
+    sums (sum p, sum s, sum t or None) in the loop's namespace (``to_book``), the stacked
+    form's in one copy; sum s also kept as work.slope_total (normalized)."""
     if work.form is not None:
         work.move(c)
-    total, slope, bent = _mass(to_work(c), alpha, work, bend)
-    work.slope_total = slope  # (normalized: slopes == "unit")
+    # (the clamped forms hold their state at c already: c is not sent to z's device)
+    sums = _mass(None if work.form is not None else to_work(c), alpha, work, bend)
+    if work.stacked:
+        booked = to_book(work.sums)
+        total, slope, bent = booked[0], booked[1], booked[2] if bend else None
+    else:
+        total = to_book(sums[0])
+        slope = total if sums[1] is sums[0] else to_book(sums[1])  # (alpha = 1: s = p)
+        bent = None if sums[2] is None else to_book(sums[2])
+    work.slope_total = slope
     return total, slope, bent
+
+
+@functools.lru_cache(maxsize=16)
+def _stacked_exponents(lib: ModuleType, alpha: float, ndim: int, dtype: Any, device: Any) -> Array:
+    """The powers (3, 1, ..., 1) of the state y that give p, s and t (_Buffers.stacked),
+    shared between calls (one copy to the device each time otherwise)."""
+    values = [1 / (alpha - 1), (2 - alpha) / (alpha - 1), (3 - 2 * alpha) / (alpha - 1)]
+    return lib.tensor(values, dtype=dtype, device=device).reshape((3,) + (1,) * ndim)
 
 
 def _mass(
@@ -457,6 +511,12 @@ def _mass(
             _xs.exp_flushed(lib.multiply(lib.log1p(x, out=p), 1 / (alpha - 1), out=p), out=p)
             _over_one_plus(p, x, out=s)
             return _xs.row_sum(p), _xs.row_sum(s), None
+    if work.stacked:  # [p; s (; t)] = y^[exponents] and their sums, each one kernel
+        rows = 3 if bend else 2
+        exponents = _stacked_exponents(lib, alpha, x.ndim, x.dtype, _device(x))
+        powers = lib.pow(x, exponents[:rows], out=work.powers[:rows])
+        work.sums = _xs.row_sum(powers)
+        return work.sums[0], work.sums[1], work.sums[2] if bend else None
     if isinstance(alpha, float):
         # log2 s = log2(1 + x) (2 - alpha) / (alpha - 1), p = s (1 + x): exp2 and one
         # fused pass (arrays.EXP_FLUSH: about 4 times cheaper than exp); x = y, or for
@@ -507,6 +567,8 @@ def _compactable(z: Array, alpha: float | Array, on_host: bool) -> bool:
     tuning.COMPACT_ELEMENTS values."""
     if not (on_host and isinstance(alpha, float) and alpha <= 2 and z.ndim >= 2):
         return False
+    if not _eager_cpu(z):  # a GPU: the copies and the second call's launches cost more
+        return False
     rows = math.prod(z.shape[:-1])
     return rows > 1 and rows * z.shape[-1] >= T.COMPACT_ELEMENTS
 
@@ -541,6 +603,8 @@ def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
     tuning.PREFIX_WIDTH)."""
     if not (on_host and isinstance(alpha, float) and T.PREFIX_ALPHA <= alpha <= 2.0):
         return None
+    if not _eager_cpu(z):  # a GPU: its partition, gather and scatters cost more launches
+        return None  # than the evaluations of the whole rows they save cost kernel time
     size = z.shape[-1]
     if size < T.PREFIX_MIN_LENGTH.get(alpha, T.PREFIX_MIN_LENGTH_OTHERS):
         return None
@@ -673,8 +737,8 @@ def _prefix_map(
         incremental = isinstance(c, np.ndarray)
         work = _Buffers(subset, zeros, alpha, incremental, to_work, _clamped_form(alpha))
     work.final = True  # one evaluation: p apart from s
-    total = to_book(_evaluate(c, alpha, work, False, to_work)[0])
-    slope_total = to_book(work.slope_total)
+    total = _evaluate(c, alpha, work, False, to_work, to_book)[0]
+    slope_total = work.slope_total
     held = held & _converged(c, total, slope_total, alpha, z)
     if z.ndim != 2 and not bool(held.all()):  # one row (1-D z), not held: the loop from c
         return entmax_newton(z, alpha, steps, True, slopes, top, loop, (c, lo, hi))
@@ -716,7 +780,8 @@ def _mean_start(
     z: Array, top: Array, lo: Array, hi: Array, alpha: float | Array, to_book: Callable
 ) -> Array:
     """The Newton loop's first shift: hi + mean(z - max) clipped to [lo, hi] where alpha
-    <= 2, else lo (per row, in the loop's namespace; hi = -log_{2-alpha}(1/K), lo = 0).
+    <= 2, else lo (per row, in the loop's namespace, as ``top``, the row maxima; hi =
+    -log_{2-alpha}(1/K), lo = 0).
 
     For alpha <= 2, phi(v) = exp_{2-alpha}(v) is convex (its clamp [.]_+ too), so by
     Jensen's inequality the mass sum_i phi(u_i - c) over the K entries u = z - max is at
@@ -734,7 +799,7 @@ def _mean_start(
     xp = _xs.namespace(lo)
     size = z.shape[-1]
     # (the rounded mean may exceed the maximum, on constant rows: hi bounds it)
-    jensen = xp.minimum(xp.maximum(lo, hi + (to_book(_xs.row_sum(z)) / size - to_book(top))), hi)
+    jensen = xp.minimum(xp.maximum(lo, hi + (to_book(_xs.row_sum(z)) / size - top)), hi)
     if isinstance(alpha, float):
         return jensen if alpha <= 2 else lo
     return xp.where(alpha <= 2, jensen, lo)
@@ -772,11 +837,12 @@ def entmax_newton(
     or every entry at most 1/K). For alpha <= 2 g is convex and decreasing, so the
     iterates would rise monotonically from the left end (for alpha = 2 this is
     Michelot's algorithm); Newton on log_{2-alpha}(sum p) instead takes fewer steps. In
-    eager mode at a Python-float alpha in [tuning.PREFIX_ALPHA, 2] on long rows it starts
-    from the shift of each row's largest entries alone (_prefix_start), which is exact
-    where they hold the support. Where the per-row
-    values live in NumPy (NumPy arrays, CPU tensors in eager mode) a Python-float alpha
-    in (1, 2] moves its state from step to step in place (_Buffers).
+    eager mode on the CPU at a Python-float alpha in [tuning.PREFIX_ALPHA, 2] on long
+    rows it starts from the shift of each row's largest entries alone (_prefix_start),
+    which is exact where they hold the support. Where the per-row values live in NumPy
+    (NumPy arrays, tensors in eager mode) a Python-float alpha in (1, 2] moves its state
+    from step to step in place (_Buffers; on a GPU from 1.25 it is formed anew at each
+    step as one stacked power, fewer kernels).
     Above 2 bisection steps in where Newton would leave the bracket. See the loop
     for when it stops. Finally p is renormalized.
 
@@ -790,7 +856,7 @@ def entmax_newton(
     ``slopes="unit"``: (p, s / sum(s), sum(s) per row) instead, in the pass that would
     scale s (the backward is then softmax's fused one; entmax_alpha_gradient), where
     s / sum(s) may come as ColumnSlopes (on each row's largest entries, _prefix_map).
-    In eager mode at a Python-float alpha <= 2 on large calls (tuning.COMPACT_ELEMENTS),
+    In eager mode on the CPU at a Python-float alpha <= 2 on large calls (tuning.COMPACT_ELEMENTS),
     once at most a fraction tuning.STRAGGLERS of the rows is left, those rows are copied
     out and finished by a call of their own, which ``start`` (c and its bracket, per
     row) resumes. ``threshold``: return the shift c (per row, relative to the row
@@ -839,7 +905,8 @@ def entmax_newton(
         alpha_work, alpha = alpha, to_book(alpha)
     else:
         alpha_work = alpha
-    lo = xp.zeros_like(to_book(top))  # c is relative to the row maximum (see _mass)
+    booked_top = to_book(top)  # (one copy to the host on a GPU, for lo and the start)
+    lo = xp.zeros_like(booked_top)  # c is relative to the row maximum (see _mass)
     # c = -log_{2-alpha}(1/K): every entry has at most 1/K there
     if isinstance(alpha, float) and xp is np:  # one value for every row (50 us less)
         if (size, alpha) not in _UPPER_SHIFTS:  # (eager only: xp is NumPy there)
@@ -865,7 +932,7 @@ def entmax_newton(
             c, held = _prefix_start(gap, alpha, width, to_book)
             held, c = held & (c <= hi), xp.minimum(c, hi)
     if start is None and held is None:
-        c = _mean_start(z, top, lo, hi, alpha, to_book)
+        c = _mean_start(z, booked_top, lo, hi, alpha, to_book)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     # in place from step to step where the per-row values are NumPy's (_Buffers)
@@ -890,9 +957,7 @@ def entmax_newton(
         c: Array, lo: Array, hi: Array, work: _Buffers, bend: bool
     ) -> tuple[Array, Array, Array, Array, Array]:
         """One step from c: (the next c, the bracket, which rows are done, sum p at c)."""
-        total, slope, bent = (
-            None if v is None else to_book(v) for v in _evaluate(c, alpha_work, work, bend, to_work)
-        )
+        total, slope, bent = _evaluate(c, alpha_work, work, bend, to_work, to_book)
         g = total - 1
         rising_mass = g > 0
         lo, hi = xp.where(rising_mass, c, lo), xp.where(rising_mass, hi, c)
@@ -1020,8 +1085,8 @@ def entmax_newton(
         )
         return _unit_slopes(p, s) if unit else (p, s) if slopes else p
     if not at_c:
-        total = to_book(_evaluate(c, alpha_work, work, False, to_work)[0])
-    p, s, scale = work.normalized(alpha, total, slopes, to_book(work.slope_total))
+        total = _evaluate(c, alpha_work, work, False, to_work, to_book)[0]
+    p, s, scale = work.normalized(alpha, total, slopes, work.slope_total)
     if separate is not None:  # the rows finished apart
         rows, parts = separate
         _put_rows(p, rows, parts[0])
