@@ -529,13 +529,17 @@ def test_losses_have_their_closed_form_values_and_gradients():
 
 
 def test_losses_agree_with_the_entmax_package():
-    """The package's losses on the same rows (float64, its exact sort-based 3/2 and
-    sparsemax; entmax_bisect at 80 iterations): per row within 1e-12 (1e-10 for the
-    bisection), and its reduction name "elementwise_mean" is our "mean" (with an
-    ignore_index >= 0, the only one the package applies)."""
+    """The package's maps and losses on the same rows, as the README's table maps them
+    (float64, its exact sort-based 3/2 and sparsemax; entmax_bisect at 80 iterations):
+    within 1e-12 (1e-10 for the bisection), and its reduction name "elementwise_mean"
+    is our "mean" (with an ignore_index >= 0, the only one the package applies)."""
     package = pytest.importorskip("entmax")
     gen = torch.Generator().manual_seed(12)
     x = torch.randn(40, 300, generator=gen, dtype=F64) * 2
+    assert (sparsemax(x, 0) - package.sparsemax(x, 0)).abs().max() <= 1e-12
+    assert (entmax(x, 1.5, 0) - package.entmax15(x, 0)).abs().max() <= 1e-12
+    bisected = package.entmax_bisect(x, 1.3, -1, n_iter=80)
+    assert (entmax(x, 1.3) - bisected).abs().max() <= 1e-10
     target = torch.randint(0, 300, (40,), generator=gen)
     assert (
         sparsemax_loss(x, target, "none") - package.sparsemax_loss(x, target)
