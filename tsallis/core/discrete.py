@@ -489,7 +489,8 @@ def _mass(
     (at alpha = 1.0001 that cost 1e-12 in float64, 1e-3 in float32); s = p / (1 + (alpha
     - 1) f). alpha = 2 and 3/2 (Python floats) take their polynomials (no
     transcendental), alpha = 1 is exp(f). Computed into the buffers with ``out=``
-    (arrays.native).
+    (arrays.native); on a GPU the "base" form's p, s (and t) are one stacked power of y
+    (_Buffers.stacked).
     """
     xp, lib = _xs.namespace(work.x), _xs.native(work.x)
     x, p, s = work.x, work.p, work.s
