@@ -8,7 +8,7 @@ import mpmath as mp
 import numpy as np
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from torch_bridge import Entmax, Sparsemax, entmax, entmax_loss, sparsemax, sparsemax_loss
@@ -657,6 +657,40 @@ def test_properties(values, alpha, shift):
     assert (entmax(x[order], alpha) - p[order]).abs().max() <= 1e-12
     if alpha >= 1:  # support shrinks as alpha grows (softmax is dense)
         assert ((entmax(x, alpha + 0.3) > 0) <= (p > 0)).all()
+
+
+@settings(max_examples=100, deadline=None)
+@example(values=[0.0, -2.4], alpha=1.5, device=False)  # tau_2 uncapped: -0.974 > tau = -1
+@example(values=[0.0, -2.4, 0.5, -2.4], alpha=1.5, device=True)
+@given(
+    values=st.lists(
+        st.one_of(st.sampled_from([-2.0, -1.0, -0.5, 0.0, 0.5, 1.0]), st.floats(-3, 3)),
+        min_size=1,
+        max_size=12,
+    ),
+    alpha=st.sampled_from([1.5, 2.0]),
+    device=st.booleans(),
+)
+def test_sorted_threshold_is_exact_on_ties_and_edges(values, alpha, device):
+    """The sort-based threshold, the largest min(tau_k, u_k) over the prefixes (one
+    reduction), on rows drawn partly from a grid (ties, entries exactly at the threshold:
+    sparsemax of [1, 0, 0] puts two there) and on the NumPy view or the Torch path a GPU
+    runs: float64 within 1e-12 of 40-digit mpmath."""
+    from unittest import mock
+
+    from array_api_compat import is_torch_array
+
+    from tsallis.core import discrete as core
+
+    row = np.array(values)
+    forced = (lambda z: not is_torch_array(z)) if device else core._eager_cpu
+    viewable = (lambda z: False) if device else core._numpy_viewable
+    with (
+        mock.patch.object(core, "_eager_cpu", forced),
+        mock.patch.object(core, "_numpy_viewable", viewable),
+    ):
+        p = entmax(torch.tensor(row, dtype=F64), alpha).numpy()
+    assert np.abs(p - _exact(row, alpha)).max() <= 1e-12
 
 
 def test_compiles_without_graph_breaks():
