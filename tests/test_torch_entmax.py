@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from unittest import mock
 
 import mpmath as mp
 import numpy as np
@@ -628,6 +629,70 @@ def test_integer_and_numpy_alphas_are_numbers():
     assert (Entmax(alpha=2)(x) - sparsemax(x)).abs().max() == 0
 
 
+@pytest.mark.parametrize("alpha", [1.3, 1.7])
+def test_learned_scalar_alpha_takes_the_float_paths(alpha):
+    """A learned 0-dim alpha runs the map as its Python float does (on the CPU, long
+    rows: the start from each row's largest quarter, s / sum(s) kept on its columns) and
+    its gradient on those columns; against one alpha per row (the generated per-row
+    kernels, dense) with equal values, summed: float64, dL/dz within 1e-13 and dL/dalpha
+    within 1e-12 relative. alpha = 1.3 is also held as a float32 (1.29999995), which
+    must take the start as 1.3 does (tuning.PREFIX_ALPHA)."""
+    from tsallis.core import discrete as core
+
+    gen = torch.Generator().manual_seed(31)
+    x = torch.randn(128, 600, generator=gen, dtype=F64)
+    w = torch.randn(128, 600, generator=gen, dtype=F64)
+    seen = []
+    gradient = core.entmax_alpha_gradient
+
+    def spy(p, grad, a, with_alpha=True, s=None, scale=None):
+        seen.append(type(s).__name__)
+        return gradient(p, grad, a, with_alpha, s, scale)
+
+    grads = []
+    for shape in ((), (128, 1)):
+        xg = x.clone().requires_grad_(True)
+        a = torch.full(shape, alpha, dtype=F64, requires_grad=True)
+        with mock.patch.object(core, "entmax_alpha_gradient", spy):
+            (entmax(xg, a) * w).sum().backward()
+        grads.append((xg.grad, a.grad.sum()))
+    assert seen == ["ColumnSlopes", "Tensor"]
+    (gx, ga), (gx_rows, ga_rows) = grads
+    assert (gx - gx_rows).abs().max() <= 1e-13
+    assert abs(float(ga - ga_rows)) <= 1e-12 * abs(float(ga_rows))
+    if alpha == 1.3:  # float32 1.3 takes the start (its columns) too
+        seen.clear()
+        xg = x.float().requires_grad_(True)
+        a = torch.tensor(alpha, requires_grad=True)
+        with mock.patch.object(core, "entmax_alpha_gradient", spy):
+            (entmax(xg, a) * w.float()).sum().backward()
+        assert seen == ["ColumnSlopes"]
+        # against float64 at that alpha: a sum over 128 rows of supports of about 150,
+        # with cancellation, in float32 (measured 1.0e-6 relative)
+        a64 = torch.tensor(float(a), dtype=F64, requires_grad=True)
+        (entmax(x, a64) * w).sum().backward()
+        assert abs(float(a.grad) - float(a64.grad)) <= 1e-5 * abs(float(a64.grad))
+
+
+def test_alpha_partial_on_the_support_is_the_generated_one():
+    """The eager CPU backward evaluates the generated dp/dalpha on the support's entries
+    alone (Torch's CPU where is slow on random masks): the same values as the whole
+    rows, on maps with tiny p at the support's edge, and zeros off it; float64 within 4
+    ulps relative (measured: bit for bit at a float alpha, 1 ulp with one per row, where
+    the two take other vectorized loops)."""
+    from tsallis.core import discrete as core
+    from tsallis.core._generated import discrete as gen
+
+    x = torch.randn(64, 1000, generator=torch.Generator().manual_seed(5), dtype=F64)
+    for alpha in (1.3, 1.7, torch.linspace(1.1, 1.9, 64, dtype=F64)[:, None]):
+        p = entmax(x, alpha)
+        assert 0 < float(p[p > 0].min()) < 1e-4  # entries near the edge
+        want = gen.entmax_alpha_partial(p, alpha)
+        got = core._alpha_partial_on_support(p, alpha)
+        assert torch.equal(got == 0, want == 0)
+        assert ((got - want).abs() <= 4 * 2**-52 * want.abs()).all()
+
+
 def test_modules_and_learned_alpha():
     alpha = torch.nn.Parameter(torch.tensor([[1.5]]))
     layer = Entmax(alpha)
@@ -637,8 +702,9 @@ def test_modules_and_learned_alpha():
     assert (Sparsemax()(x) - sparsemax(x)).abs().max() == 0
     # a scalar (0-dim) learned alpha and a (1,) alpha: gradients of their own shapes
     x64 = torch.randn(4, 6, dtype=F64, generator=torch.Generator().manual_seed(9))
-    for shape in ((), (1,)):
-        scalar = torch.full(shape, 1.7, dtype=F64, requires_grad=True)
+    # (one value for every row: the map takes the float's paths, sort-based at 3/2 and 2)
+    for shape, value in (((), 1.7), ((1,), 1.7), ((), 1.5), ((1,), 2.0), ((), 2.5)):
+        scalar = torch.full(shape, value, dtype=F64, requires_grad=True)
         assert torch.autograd.gradcheck(lambda v, a: entmax(v, a), (x64.requires_grad_(), scalar))
 
 
@@ -676,8 +742,6 @@ def test_sorted_threshold_is_exact_on_ties_and_edges(values, alpha, device):
     reduction), on rows drawn partly from a grid (ties, entries exactly at the threshold:
     sparsemax of [1, 0, 0] puts two there) and on the NumPy view or the Torch path a GPU
     runs: float64 within 1e-12 of 40-digit mpmath."""
-    from unittest import mock
-
     from array_api_compat import is_torch_array
 
     from tsallis.core import discrete as core

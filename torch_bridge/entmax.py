@@ -118,6 +118,13 @@ def _forward(
     without ``slopes``: a forward alone; _core.entmax_map)."""
     compiling = torch.compiler.is_compiling()
     work = torch.float32 if x.dtype in _HALF else x.dtype
+    if isinstance(alpha, torch.Tensor) and alpha.numel() == 1 and not compiling:
+        # one alpha for every row (a learned scalar): the map takes a Python float's
+        # paths (one host read, as _alpha's check took one), where a per-row alpha takes
+        # the generated kernels at every Newton step; the backward's alpha-gradient
+        # stays the tensor's. Measured (torch 2.13, CPU, float32 (1024, 1000), forward
+        # + backward with the alpha-gradient, alpha = 1.3): 118 -> 13 ms.
+        alpha = float(alpha)
     if isinstance(alpha, float):
         wide = alpha > 2
     else:

@@ -336,8 +336,9 @@ BASE_FORM_ALPHA = 1.25
 # 4.84-4.85 / 4.65-4.70 ms, (4096, 256) 6.8-6.9 / 5.6; others from 128 entries (8192,
 # 128) 10.7 / 9.0, from 1024 (1024, 1000) 7.70 / 6.45; PREFIX_SHARE 5 at 1.3, (1024,
 # 1000): N(0, 1) rows 5.9-6.1 / 6.1-6.5, but N(0, 0.7^2) rows (supports of 141 to 300)
-# 7.4 / 6.8, so a quarter it stays.
-PREFIX_ALPHA = 1.3
+# 7.4 / 6.8, so a quarter it stays. The limit sits just below 1.3 so that 1.3 held as a
+# float32 (a learned alpha: 1.29999995) takes the start as 1.3 does.
+PREFIX_ALPHA = 1.29
 PREFIX_WIDTH = {2.0: 32, 1.5: 64}
 PREFIX_SHARE = 4
 PREFIX_MIN_LENGTH = {2.0: 32, 1.5: 2048}
