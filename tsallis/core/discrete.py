@@ -462,11 +462,17 @@ def _evaluate(
     return total, slope, bent
 
 
+def _state_exponents(alpha: float) -> tuple[float, float, float]:
+    """The powers of the state y = 1 + (alpha - 1) f that give p = y^(1/(alpha - 1)), s =
+    p^(2 - alpha) and t = p^(3 - 2 alpha) (the clamped forms' _mass, both ways)."""
+    return 1 / (alpha - 1), (2 - alpha) / (alpha - 1), (3 - 2 * alpha) / (alpha - 1)
+
+
 @functools.lru_cache(maxsize=16)
 def _stacked_exponents(lib: ModuleType, alpha: float, ndim: int, dtype: Any, device: Any) -> Array:
-    """The powers (3, 1, ..., 1) of the state y that give p, s and t (_Buffers.stacked),
-    shared between calls (one copy to the device each time otherwise)."""
-    values = [1 / (alpha - 1), (2 - alpha) / (alpha - 1), (3 - 2 * alpha) / (alpha - 1)]
+    """_state_exponents as a (3, 1, ..., 1) array of z's kind (_Buffers.stacked), shared
+    between calls (one copy to the device each time otherwise)."""
+    values = list(_state_exponents(alpha))
     return lib.tensor(values, dtype=dtype, device=device).reshape((3,) + (1,) * ndim)
 
 
@@ -523,7 +529,7 @@ def _mass(
         # log2 s = log2(1 + x) (2 - alpha) / (alpha - 1), p = s (1 + x): exp2 and one
         # fused pass (arrays.EXP_FLUSH: about 4 times cheaper than exp); x = y, or for
         # "base" 1 + x = y (its floor, the clamped entries, to -inf: p = s = 0)
-        exponent = (2 - alpha) / (alpha - 1)  # s = (1 + x)^exponent
+        p_power, exponent, t_power = _state_exponents(alpha)  # s = (1 + x)^exponent
         if work.form == "base":
             log_base, unit = lib.log2(x, out=s), 1.0
             # the floor's s must be 0: exp2 of log2(floor) exponent rounds to 0 once that
@@ -536,10 +542,10 @@ def _mass(
         flush = _may_underflow(alpha, x.dtype)
         bent = None
         if bend:  # t = (1 + x)^((3 - 2 alpha) / (alpha - 1)), 0 off the support (alpha <= 3/2)
-            lib.multiply(log_base, (3 - 2 * alpha) / ((alpha - 1) * unit), out=p)
+            lib.multiply(log_base, t_power / unit, out=p)
             bent = _xs.row_sum(_xs.exp2_into(p, out=p, flush=flush))
         if flush:  # p from its own exponent, both flushed
-            lib.multiply(log_base, 1 / ((alpha - 1) * unit), out=p)
+            lib.multiply(log_base, p_power / unit, out=p)
             _xs.exp2_into(p, out=p, flush=True)
         lib.multiply(log_base, exponent / unit, out=s)
         _xs.exp2_into(s, out=s, flush=flush)
