@@ -1203,12 +1203,12 @@ def test_small_calls_on_numpy_views_match_torch(alpha, monkeypatch):
 def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
     """The maps as a GPU runs them, forced on the CPU so that CI runs them: at 3/2 and 2
     the sort-based map (Torch operations only: no NumPy view, no prefix width, a sort at
-    any size), at 1.3 and 1.7 the Newton loop on whole rows with the stacked powers (no
-    start from the largest entries, no rows finished apart). Float64 within 1e-12 of
-    40-digit mpmath; float32 within 1e-6 of the float64 map on rows with ties at the
-    top, -inf entries and a 1e30 spread, gradient of (p * w).sum() within 4 float32 ulps
-    of max |w| (measured: p 9.5e-8 / 1.9e-7 / 6.8e-8 / 2.0e-8 off at 1.3 / 1.7 / 3/2 /
-    2, the gradient 1.7e-7 to 4.3e-7)."""
+    any size), at 1.3 and 1.7 the Newton loop on whole rows with the stacked powers from
+    the sorted rows' start (no start from the largest entries, no rows finished apart).
+    Float64 within 1e-12 of 40-digit mpmath; float32 within 1e-6 of the float64 map on
+    rows with ties at the top, -inf entries and a 1e30 spread, gradient of (p * w).sum()
+    within 4 float32 ulps of max |w| (measured: p 9.3e-8 / 1.6e-7 / 6.8e-8 / 2.0e-8 off
+    at 1.3 / 1.7 / 3/2 / 2, the gradient 1.7e-7 to 8.4e-7, max |w| 4.4)."""
     from array_api_compat import is_torch_array
 
     from tsallis.core import discrete as core
@@ -1221,6 +1221,9 @@ def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
     stacked = []  # the Newton loop's stacked powers, seen
     exponents = core._stacked_exponents
     monkeypatch.setattr(core, "_stacked_exponents", lambda *a: stacked.append(1) or exponents(*a))
+    started = []  # the start from the sorted rows (_top_jensen_shift), seen
+    jensen = core._top_jensen_shift
+    monkeypatch.setattr(core, "_top_jensen_shift", lambda *a: started.append(1) or jensen(*a))
     gen = torch.Generator().manual_seed(21)
     x = torch.randn(3, 12, generator=gen, dtype=F64) * 3
     for row, got in zip(x.numpy(), entmax(x, alpha).numpy(), strict=True):
@@ -1241,3 +1244,46 @@ def test_the_device_sort_path_on_the_cpu(alpha, monkeypatch):
     assert (g32.double() - g64).abs().max() <= 4 * 2**-23 * w.abs().max()
     assert float(p64.sum(-1).sub(1).abs().max()) <= 1e-12
     assert bool(stacked) == (alpha not in (1.5, 2.0))
+    assert bool(started) == (alpha not in (1.5, 2.0))
+
+
+def _shift64(row: np.ndarray, alpha: float) -> float:
+    """The shift c of alpha-entmax (p_i = [1 + (alpha - 1)(u_i - c)]_+^(1/(alpha - 1)), u =
+    row - max) by 200 bisections in float64: an oracle written apart from the library."""
+    u = row - row.max()
+    lo, hi = 0.0, 1 / (alpha - 1)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        mass = (np.maximum(1 + (alpha - 1) * (u - mid), 0.0) ** (1 / (alpha - 1))).sum()
+        lo, hi = (mid, hi) if mass > 1 else (lo, mid)
+    return lo
+
+
+@pytest.mark.parametrize("alpha", [1.05, 1.3, 1.5, 1.7, 1.95])
+def test_the_sorted_start_is_a_close_lower_bound(alpha):
+    """The GPU loop's start (_top_jensen_shift: the largest over k of the k largest
+    entries' mean less log_{2-alpha}(1/k)) lies below the shift (float64, against a
+    bisection oracle) on rows of 1000 at spreads 1e-3 to 30, with ties at the top,
+    -inf entries, a constant row and a row of one finite entry; and on N(0, 1) rows it
+    is within 0.5 of the shift where the whole row's mean start (k = K alone, at least
+    0) is more than 1 off at 1.3 (measured on these rows: 0.18 against 1.50)."""
+    from tsallis.core import discrete as core
+
+    gen = torch.Generator().manual_seed(5)
+    rows = [torch.randn(8, 1000, generator=gen, dtype=F64) * s for s in (1e-3, 1.0, 30.0)]
+    x = torch.cat(rows)
+    x[0, :4] = x[0].max()
+    x[1, ::3] = float("-inf")
+    x[2] = 0.7
+    x[3, 1:] = float("-inf")
+    top = x.amax(-1, keepdim=True)
+    bound = core._top_jensen_shift(x, top, alpha)[:, 0].numpy()
+    shift = np.array([_shift64(row, alpha) for row in x.numpy()])
+    assert bound.shape == (24,)
+    assert np.all(bound <= shift + 1e-12 * np.maximum(shift, 1.0))
+    if alpha == 1.3:
+        gaps = (shift - bound)[8:16]
+        assert gaps.max() <= 0.5
+        u = (x[8:16] - top[8:16]).numpy()
+        mean_start = np.maximum(u.mean(-1) + (1 - 1000.0 ** (1 - alpha)) / (alpha - 1), 0.0)
+        assert (shift[8:16] - mean_start).max() >= 1.0
