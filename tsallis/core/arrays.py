@@ -129,6 +129,12 @@ def arrays(*values: object) -> tuple[ModuleType, tuple[Array, ...]]:
     if type(head) is np.ndarray and head.dtype in _NUMPY_FLOATS:  # NumPy of one float dtype
         if all(type(v) is np.ndarray and v.dtype == head.dtype for v in values):
             return _NUMPY, values
+        # and Python floats (a Newton step's alpha): as the float64 values that the
+        # general path below makes of them (np.asarray), without its per-value checks
+        if all(
+            (type(v) is np.ndarray and v.dtype == head.dtype) or type(v) is float for v in values
+        ):
+            return _NUMPY, tuple(np.float64(v) if type(v) is float else v for v in values)
     # NumPy values and Python numbers first: no framework check (cheaper, and it needs no
     # torch module at all; tests hide torch as sys.modules["torch"] = None)
     if not all(isinstance(v, _NUMPY_LIKE) for v in values) and any(

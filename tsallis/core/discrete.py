@@ -318,8 +318,10 @@ class _Buffers:
         self.stacked = self.incremental and self.form == "base" and not _eager_cpu(z)
         self.incremental = self.incremental and not self.stacked
 
+        device = _device(z)
+
         def fresh() -> Array:  # C order whatever z's strides: the same sums, bit for bit
-            return xp.empty(z.shape, dtype=z.dtype, device=_device(z))
+            return xp.empty(z.shape, dtype=z.dtype, device=device)
 
         # a scratch array of z's shape (_prefix_start's) for the state, if in C order
         usable = self.incremental and scratch is not None and _c_order(scratch)
@@ -344,7 +346,7 @@ class _Buffers:
         self.sums = None  # the stacked form's row sums (2 or 3, ..., 1), on z's device
         if self.stacked:  # (t only where Halley's steps may be taken)
             rows = 3 if alpha <= 1.5 else 2
-            self.powers = xp.empty((rows, *z.shape), dtype=z.dtype, device=_device(z))
+            self.powers = xp.empty((rows, *z.shape), dtype=z.dtype, device=device)
             self.p, self.s = self.powers[0], self.powers[1]
         else:
             self.p, self.s = fresh(), fresh()
@@ -404,10 +406,18 @@ class _Buffers:
             if not unit:
                 return p, self.s if slopes else None, None
             return p, lib.divide(self.s, to_work(slope_total), out=self.s), to_work(slope_total)
-        if self.stacked:  # the sums (and the scale) sent in one copy; p a fresh array,
-            # not a view of the stacked buffer (which a returned p would keep alive)
-            scale = slope_total * _power(total, alpha - 2)
-            sent = to_work(np.stack([total, slope_total, scale]))
+        if self.stacked:  # the sums (and the scale) sent in one copy, or on the device
+            # already; p a fresh array, not a view of the stacked buffer (which a returned
+            # p would keep alive)
+            if is_torch_array(total):
+                power = lib.pow(total, alpha - 2)
+                scale = slope_total * power
+                sent = (total, slope_total, scale)
+                if slopes and not unit:  # s of p / total: s total^(alpha - 2)
+                    return lib.divide(self.p, total), lib.multiply(self.s, power), None
+            else:
+                scale = slope_total * _power(total, alpha - 2)
+                sent = to_work(np.stack([total, slope_total, scale]))
             p = lib.divide(self.p, sent[0])
             if not slopes:
                 return p, None, None
@@ -521,7 +531,7 @@ def _mass(
             return _xs.row_sum(p), _xs.row_sum(s), None
     if work.stacked:  # [p; s (; t)] = y^[exponents] and their sums, each one kernel
         rows = 3 if bend else 2
-        exponents = _stacked_exponents(lib, alpha, x.ndim, x.dtype, _device(x))
+        exponents = _stacked_exponents(lib, alpha, x.ndim, x.dtype, x.device)  # (a tensor)
         powers = lib.pow(x, exponents[:rows], out=work.powers[:rows])
         work.sums = _xs.row_sum(powers)
         return work.sums[0], work.sums[1], work.sums[2] if bend else None
@@ -693,12 +703,15 @@ def _converged(c: Array, total: Array, slope_total: Array, alpha: float, like: A
     return xp.abs(step) <= 2 * eps * xp.maximum(xp.abs(c), 1.0)
 
 
-def _deformed_step(total: Array, slope: Array, alpha: float | Array) -> Array:
+def _deformed_step(
+    total: Array, slope: Array, alpha: float | Array, safe: Array | None = None
+) -> Array:
     """Newton's step on h(c) = log_{2-alpha}(sum p) at a shift c with sum p = ``total``
     and sum s = ``slope`` (per row): h / (-h') = h (sum p)^(2 - alpha) / sum s, the
     numerator generated (smooth through alpha = 1; sum p > 0 in the bracket), a slope
-    sum of 0 taken as 1."""
-    safe = _xs.namespace(slope).where(slope > 0, slope, 1.0)
+    sum of 0 taken as 1 (``safe``: that slope, when the caller has it)."""
+    if safe is None:
+        safe = _xs.namespace(slope).where(slope > 0, slope, 1.0)
     return _deformed.log_beta_times_power(total, 2 - alpha) / safe
 
 
@@ -1009,6 +1022,11 @@ def entmax_newton(
     # and then y is formed anew; measured (float32 (1024, 1000)): 3.7 -> 4.3 ms at 3/2,
     # 6.8 -> 6.9 at 1.3, but 10.4 -> 9.4 at 1.2 ("offset")
     halley = halley and (not work.incremental or form == "offset")
+    # On a GPU below 3/2 (the stacked form, t bounded): Halley's step at every evaluation,
+    # and once each row is done or its next step is predicted below the stall tolerance,
+    # the last evaluation stays on the device (see ``predicted`` in advance)
+    foresee = work.stacked and not threshold and halley and alpha < 1.5
+    predicted = [None]  # advance's rows whose step lands within the tolerance (foresee)
 
     # in tolerances (4 ulps of max(|c|, 1)): a step stalls below ``stall`` of one, and in
     # threshold mode one from the left is close enough to return below ``close_enough``
@@ -1018,11 +1036,14 @@ def entmax_newton(
         c: Array, lo: Array, hi: Array, work: _Buffers, bend: bool
     ) -> tuple[Array, Array, Array, Array, Array]:
         """One step from c: (the next c, the bracket, which rows are done, sum p at c)."""
+        if foresee:  # (a while_loop's body may not mutate it: eager only)
+            predicted[0] = None
         total, slope, bent = _evaluate(c, alpha_work, work, bend, to_work, to_book)
         g = total - 1
         rising_mass = g > 0
         lo, hi = xp.where(rising_mass, c, lo), xp.where(rising_mass, hi, c)
-        safe_slope = xp.where(slope > 0, slope, 1.0)
+        positive = slope > 0
+        safe_slope = xp.where(positive, slope, 1.0)
         # alpha <= 2: Newton on h(c) = log_{2-alpha}(sum p), linear in c for softmax and
         # (on a fixed support) for sparsemax, so near-exact steps in between (measured
         # 3-10 steps against 7-15 for Newton on g). Above 2: Newton on g. (At alpha = 2,
@@ -1032,15 +1053,20 @@ def entmax_newton(
         if two:
             new = newton
         else:
-            deformed = c + _deformed_step(total, slope, alpha)
-            if bent is not None:  # h' = -q sum s, h'' = (2 - alpha) q (sum t - (sum s)^2 / S)
-                h = _deformed.log_beta(total, 2 - alpha)  # generated, smooth through alpha = 1
-                q = _power(total, alpha - 2)
-                bent_h = (2 - alpha) * (bent - slope * slope / total)
-                denominator = 2 * q * slope * slope - h * bent_h
-                fine = denominator > 0
-                halley_step = 2 * h * slope / xp.where(fine, denominator, 1.0)
-                deformed = xp.where(fine & (slope > 0), c + halley_step, deformed)
+            step = _deformed_step(total, slope, alpha, safe_slope)  # Newton's, N = -h / h'
+            if bent is not None:
+                # Halley's step N / (1 + N h'' / (2 h')), with h' = -q sum s and h'' = (2 -
+                # alpha) q (sum t - (sum s)^2 / sum p), q = (sum p)^(alpha - 2), which
+                # cancels: N / (1 - N k), k = (1 - alpha / 2)(sum t - (sum s)^2 / sum p) /
+                # sum s; where 1 - N k <= 0 (or sum s = 0), Newton's. (Formed from N: 13
+                # operations on the per-row values, where h, q and the step's own terms
+                # took 29, each a few us of host time per step on a GPU's host.)
+                bend = (1 - alpha / 2) * (bent - slope * slope / total) / safe_slope
+                denominator = 1 - step * bend
+                fine = (denominator > 0) & positive
+                step = xp.where(fine, step / xp.where(fine, denominator, 1.0), step)
+            deformed = c + step
+            taken = step  # (the step, for ``predicted`` below)
             if isinstance(rising, bool):
                 new = deformed if rising else newton
             else:
@@ -1076,6 +1102,16 @@ def entmax_newton(
             # off), and p 1.2e-6 off; measured no slower at alpha = 2, 1.5, 1.3, 1.2, 1.01
             stalled = (xp.abs(new - c) <= stall * tolerance) | ((g >= 0) & (new <= c))
             done = settled | (stalled if rising is True else rising & stalled)
+            if foresee and bent is not None:
+                # Newton's error after a step is about |h''/(2h')| step^2 = |bend| step^2
+                # (either side of the shift), with the curvature at c (for alpha < 3/2, t
+                # bounded, it changes little over a step this small): within the stall
+                # tolerance, the step lands where the loop would stop, so the next
+                # evaluation is the last and need not be read on the host (the step taken
+                # is Halley's, whose error is smaller still)
+                inside = new == c + taken  # (not a bisection)
+                small = xp.abs(bend) * (taken * taken) <= stall * tolerance
+                predicted[0] = done | (inside & small)
             if threshold and rising is True:
                 # a step from the left below sqrt(eps): the next would be about C step^2
                 # (C = 0.3 on N(0, 1) rows at alpha = 1.3), below one ulp; the caller's
@@ -1086,6 +1122,7 @@ def entmax_newton(
 
     limit = 64 if steps is None else steps
     separate = None  # (rows, their (p, s)) when the last rows were finished apart
+    on_device = False  # the last evaluation's sums left on z's device (foresee)
     if loop is not None and not on_host:
         # torch.compile: the Halley steps unrolled, then a while loop on the device that
         # stops once every row is done (64 unrolled steps made Inductor emit 1.7 MB of
@@ -1111,12 +1148,15 @@ def entmax_newton(
         apart = _compactable(z, alpha, on_host)
         work.final = held is not None and bool(held.all())  # (then one evaluation)
         for index in range(limit):
-            bend = halley and index < T.HALLEY_STEPS
+            bend = halley and (index < T.HALLEY_STEPS or foresee)
             new, lo, hi, done, total = advance(c, lo, hi, work, bend)
             if held is not None:  # (_prefix_start) those rows are at their shift
                 done, new, held = done | held, xp.where(held, c, new), None
             if on_host and bool(xp.all(done)):
                 at_c = True
+                break
+            if predicted[0] is not None and bool(xp.all(predicted[0])):
+                c, on_device = new, True
                 break
             if apart and index + 1 < limit:
                 rows = _flat_index(~done)
@@ -1145,7 +1185,11 @@ def entmax_newton(
             z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
         )
         return _unit_slopes(p, s) if unit else (p, s) if slopes else p
-    if not at_c:
+    if on_device:  # the state moved to c, p and s (and their sums) formed there
+        work.move(c)
+        _mass(None, alpha_work, work, False)
+        total, work.slope_total = work.sums[0], work.sums[1]
+    elif not at_c:
         total = _evaluate(c, alpha_work, work, False, to_work, to_book)[0]
     p, s, scale = work.normalized(alpha, total, slopes, work.slope_total)
     if separate is not None:  # the rows finished apart
