@@ -858,9 +858,9 @@ def _top_jensen_shift(z: Array, top: Array, alpha: float) -> Array:
     (1024, 1000), the GPU's loop forced on the CPU: 3 evaluations against 5 from
     _mean_start's at alpha = 1.3, 5 against 7 at 1.7, 4 against 7 at 1.9 (the mass at
     the start 0.47 against 37 times too large, median, at 1.3); on an H200, forward and
-    backward, 3.30-3.37 -> 2.81-2.85 ms at 1.3 and 2.69-3.84 -> 2.41-3.21 at 1.7 (the
-    sort and its three kernels took 0.2 ms of host time there, an evaluation with its
-    copies 0.2 ms and a step's bookkeeping 0.3). Five kernels: the shift, sort, cumsum,
+    backward, 3.30-3.37 -> 2.81-2.85 ms at 1.3 and 2.69-3.84 -> 2.41-3.21 at 1.7 (these
+    five kernels took 0.14-0.2 ms of host time there, an evaluation with its copies
+    0.11-0.2 ms and a step's bookkeeping 0.13-0.3). Five kernels: the shift, sort, cumsum,
     one fused multiply-add and the maximum; -inf entries give -inf means, which the
     maximum passes over (k = 1 gives 0).
     """
@@ -972,7 +972,7 @@ def entmax_newton(
         alpha_work, alpha = alpha, to_book(alpha)
     else:
         alpha_work = alpha
-    # on a GPU in eager mode (a float alpha in (1, 2]): the start from the sorted rows,
+    # on a GPU in eager mode (a float alpha in (1, 2)): the start from the sorted rows,
     # relative to the row maximum, is the one copy to the host before the loop
     sorted_start = _sorted_start_applies(z, alpha, on_host) and start is None and not threshold
     if sorted_start:
