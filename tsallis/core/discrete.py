@@ -345,7 +345,7 @@ class _Buffers:
         self.p_in_s = False  # whether _mass left p in s (then s is formed from it)
         self.final = False  # the next evaluation is known to be the last: p apart from s
         self.x = self.origin if self.incremental else fresh()
-        self.sums = None  # the stacked form's row sums (2 or 3, ..., 1), on z's device
+        self.sums = None  # the stacked form's row sums (2 to 4, ..., 1), on z's device
         # (t only where Halley's steps may be taken; up to QUARTIC_ALPHA also u = p^(4 - 3
         # alpha), for the error of a Halley step: entmax_newton's ``predicted``)
         self.quartic = self.stacked and alpha <= QUARTIC_ALPHA
@@ -546,7 +546,7 @@ def _mass(
             _xs.exp_flushed(lib.multiply(lib.log1p(x, out=p), 1 / (alpha - 1), out=p), out=p)
             _over_one_plus(p, x, out=s)
             return _xs.row_sum(p), _xs.row_sum(s), None
-    if work.stacked:  # [p; s (; t)] = y^[exponents] and their sums, each one kernel
+    if work.stacked:  # [p; s (; t (; u))] = y^[exponents] and their sums, one kernel each
         rows = (4 if work.quartic else 3) if bend else 2
         exponents = _stacked_exponents(lib, alpha, x.ndim, x.dtype, x.device)  # (a tensor)
         powers = lib.pow(x, exponents[:rows], out=work.powers[:rows])
