@@ -1339,12 +1339,14 @@ def test_the_device_loop_ends_on_the_device(alpha, spread, monkeypatch):
 
 @pytest.mark.parametrize("alpha", [1.1, 1.26, 1.3, 1.32])
 def test_the_halley_error_estimate(alpha):
-    """_halley_error (the GPU loop's prediction below 4/3) against a float64 row written
-    apart from the library: within 1e-3 of the same with h''' from a finite difference
-    of h (up to 1.3), and the error left by a Halley step from 1e-2 and 1e-3 below the
-    shift within 7% and 1.5% of the estimate times the step cubed (measured on three
-    seeds up to 1.32: at most 6% and 1.1%; near 4/3 it fails, hence QUARTIC_ALPHA)."""
-    from tsallis.core import discrete as core
+    """The generated halley_error and halley_bend (the GPU loop's prediction below 4/3, its
+    Halley step) on a float64 row, against oracles written apart from the library: the
+    bend within 1e-12 of (1 - alpha/2)(T - S^2/P)/S, the error coefficient within 1e-3 of
+    the same with h''' from a finite difference of h (up to 1.3), and the error left by
+    a Halley step from 1e-2 and 1e-3 below the shift within 7% and 1.5% of the estimate
+    times the step cubed (measured on three seeds up to 1.32: at most 6% and 1.1%; near
+    4/3 it fails, hence QUARTIC_ALPHA)."""
+    from tsallis.core._generated import discrete as gen
 
     rng = np.random.default_rng(3)
     u = rng.standard_normal(1000)
@@ -1368,7 +1370,8 @@ def test_the_halley_error_estimate(alpha):
     big_p, big_s, big_t, big_u = sums(c)
     bend = (1 - alpha / 2) * (big_t - big_s**2 / big_p) / big_s
     args = [np.array([v]) for v in (big_p, big_s, big_t, big_u)]
-    cubic = float(core._halley_error(*args, alpha, np.array([bend]))[0])
+    cubic = abs(float(gen.halley_error(*args, alpha)[0]))
+    assert abs(float(gen.halley_bend(*args[:3], alpha)[0]) - bend) <= 1e-12 * abs(bend)
     slope_h = -(big_p ** (alpha - 2)) * big_s  # h'
 
     def difference(d: float) -> float:  # h''' to O(d^2)
@@ -1385,6 +1388,6 @@ def test_the_halley_error_estimate(alpha):
         bend = (1 - alpha / 2) * (big_t - big_s**2 / big_p) / big_s
         step = newton / (1 - newton * bend)
         args = [np.array([v]) for v in (big_p, big_s, big_t, big_u)]
-        estimate = float(core._halley_error(*args, alpha, np.array([bend]))[0]) * abs(step) ** 3
+        estimate = abs(float(gen.halley_error(*args, alpha)[0])) * abs(step) ** 3
         actual = abs(c + step - shift)
         assert abs(actual - estimate) <= tol * estimate

@@ -479,12 +479,12 @@ def _evaluate(
     return total, slope, bent
 
 
-# u = p^(4 - 3 alpha), whose row sum gives h''' (entmax_newton's ``predicted``), is
-# bounded below 4/3 (its power of the state y, (4 - 3 alpha) / (alpha - 1), is then
-# positive); near 4/3 that power nears 0, u nears the support's indicator, and h'''
-# jumps as entries leave: the estimate of a Halley step's error was up to 1.7 times
-# short at 1.3333 and 1.35 at 1.33, within 6% up to 1.32 (float64 N(0, 1) rows of 1000,
-# three seeds, steps from 1e-3 to 3e-2 below the shift)
+# u = p^(4 - 3 alpha), whose row sum gives h''' (entmax_newton's ``predicted``, by the
+# generated halley_error), is bounded below 4/3 (its power of the state y, (4 - 3 alpha)
+# / (alpha - 1), is then positive); near 4/3 that power nears 0, u nears the support's
+# indicator, and h''' jumps as entries leave: the estimate of a Halley step's error was
+# up to 1.7 times short at 1.3333 and 1.35 at 1.33, within 6% up to 1.32 (float64 N(0,
+# 1) rows of 1000, three seeds, steps from 1e-3 to 3e-2 below the shift)
 QUARTIC_ALPHA = 1.32
 
 
@@ -718,32 +718,6 @@ def _converged(c: Array, total: Array, slope_total: Array, alpha: float, like: A
     eps = float(_xs.native(like).finfo(like.dtype).eps)
     step = _deformed_step(total, slope_total, alpha)
     return xp.abs(step) <= 2 * eps * xp.maximum(xp.abs(c), 1.0)
-
-
-def _halley_error(
-    total: Array, slope: Array, bent: Array, fourth: Array, alpha: float, bend: Array
-) -> Array:
-    """|h'''/(6h') - (h''/(2h'))^2| per row: a Halley step of length d on h(c) =
-    log_{2-alpha}(sum p) leaves an error of about that times d^3 (the leading term).
-
-    From the sums P, S, T, U of p, s = p^(2 - alpha), t = p^(3 - 2 alpha) and u =
-    p^(4 - 3 alpha) (``total``, ``slope``, ``bent``, ``fourth``; dP/dc = -S, dS/dc = -(2 -
-    alpha) T, dT/dc = -(3 - 2 alpha) U): h' = -q S, h''/(2h') = -``bend`` (the loop's,
-    (1 - alpha/2)(T - S^2/P)/S) and h''' = (2 - alpha) q ((2 - alpha)(S/P)(T - S^2/P) -
-    (3 - 2 alpha) U + 2 (2 - alpha) S T / P - S^3 / P^2), q = P^(alpha - 2). U is bounded
-    below 4/3 only, and the estimate good to QUARTIC_ALPHA: on float64 N(0, 1) rows at
-    alpha = 1.3 it was within 3% after a step of 1e-2 and 0.1% after 1e-3.
-    """
-    xp = _xs.namespace(total)
-    ratio = slope / total
-    third = (2 - alpha) * (
-        (2 - alpha) * ratio * (bent - slope * ratio)
-        - (3 - 2 * alpha) * fourth
-        + 2 * (2 - alpha) * bent * ratio
-        - slope * ratio * ratio
-    )
-    safe = xp.where(slope > 0, slope, 1.0)
-    return xp.abs(-third / (6 * safe) - bend * bend)
 
 
 def _deformed_step(
@@ -1098,13 +1072,11 @@ def entmax_newton(
         else:
             step = _deformed_step(total, slope, alpha, safe_slope)  # Newton's, N = -h / h'
             if bent is not None:
-                # Halley's step N / (1 + N h'' / (2 h')), with h' = -q sum s and h'' = (2 -
-                # alpha) q (sum t - (sum s)^2 / sum p), q = (sum p)^(alpha - 2), which
-                # cancels: N / (1 - N k), k = (1 - alpha / 2)(sum t - (sum s)^2 / sum p) /
-                # sum s; where 1 - N k <= 0 (or sum s = 0), Newton's. (Formed from N: 13
-                # operations on the per-row values, where h, q and the step's own terms
-                # took 29, each a few us of host time per step on a GPU's host.)
-                bend = (1 - alpha / 2) * (bent - slope * slope / total) / safe_slope
+                # Halley's step N / (1 - N bend), bend = -h''/(2h') (generated from the row
+                # sums); where 1 - N bend <= 0 (or sum s = 0), Newton's. (Formed from N: a
+                # dozen operations on the per-row values, where h, q and the step's own
+                # terms took 29, each a few us of host time per step on a GPU's host.)
+                bend = gen.halley_bend(total, safe_slope, bent, alpha)
                 denominator = 1 - step * bend
                 fine = (denominator > 0) & positive
                 step = xp.where(fine, step / xp.where(fine, denominator, 1.0), step)
@@ -1157,8 +1129,9 @@ def entmax_newton(
                 if work.fourth is not None:  # (QUARTIC_ALPHA) Halley's own error estimate,
                     # a leading term: within half the tolerance; this ends one evaluation
                     # earlier than Newton's bound, which a Halley step beats by far
-                    cubic = _halley_error(total, slope, bent, work.fourth, alpha, bend)
-                    small = small | (fine & (cubic * xp.abs(taken) ** 3 <= stall * tolerance / 2))
+                    error = gen.halley_error(total, safe_slope, bent, work.fourth, alpha)
+                    predicted_error = xp.abs(error) * xp.abs(taken) ** 3
+                    small = small | (fine & (predicted_error <= stall * tolerance / 2))
                 predicted[0] = done | (inside & small)
             if threshold and rising is True:
                 # a step from the left below sqrt(eps): the next would be about C step^2

@@ -348,6 +348,50 @@ def run_symbolic_checks() -> dict[str, int]:
     return counts
 
 
+# the row sums of a Newton step on the threshold shift c: P = sum p, S = sum p^(2 - alpha),
+# T = sum p^(3 - 2 alpha), U = sum p^(4 - 3 alpha) (the GPU loop's stacked powers)
+total = sp.Symbol("total", positive=True)
+slope = sp.Symbol("slope", positive=True)
+bent = sp.Symbol("bent", nonnegative=True)
+fourth = sp.Symbol("fourth", nonnegative=True)
+
+
+def _shift_derivatives(order: int) -> list[sp.Expr]:
+    """d^n h / dc^n, n = 1..order, for h(c) = log_{2-alpha}(P(c)) in the row sums.
+
+    p_i = exp_{2-alpha}(z_i - c) gives dp_i/dc = -p_i^(2 - alpha), so dP/dc = -S, dS/dc =
+    -(2 - alpha) T, dT/dc = -(3 - 2 alpha) U: the chain rule through these.
+    """
+    c = sp.Symbol("c", real=True)
+    sums = [sp.Function(name)(c) for name in ("P", "S", "T", "U")]
+    rates = [-sums[1], -(2 - S.alpha) * sums[2], -(3 - 2 * S.alpha) * sums[3]]
+    h = (sums[0] ** (S.alpha - 1) - 1) / (S.alpha - 1)
+    out, current = [], h
+    for _ in range(order):
+        current = sp.diff(current, c)
+        current = current.subs(
+            {sp.Derivative(f, c): r for f, r in zip(sums[:3], rates, strict=True)}
+        )
+        out.append(current)
+    plain = dict(zip(sums, (total, slope, bent, fourth), strict=True))
+    return [sp.simplify(d.subs(plain)) for d in out]
+
+
+def halley_bend() -> sp.Expr:
+    """-h''/(2h') per row: Halley's step is N / (1 - N bend) for Newton's N = -h/h'."""
+    first_, second_ = _shift_derivatives(2)
+    return sp.factor(sp.simplify(-second_ / (2 * first_)))  # (T P - S^2): one difference
+
+
+def halley_error() -> sp.Expr:
+    """h'''/(6h') - (h''/(2h'))^2: a Halley step of length d leaves about its magnitude
+    times d^3 (the leading term of the error)."""
+    first_, second_, third_ = _shift_derivatives(3)
+    error = sp.expand(third_ / (6 * first_) - (second_ / (2 * first_)) ** 2)
+    # three terms (the cross terms in S T cancel), each a scalar in alpha times a ratio
+    return sp.collect(error, [fourth, bent], sp.factor)
+
+
 def derive_discrete() -> KernelSet:
     """Elementwise closed forms of the finite maps.
 
@@ -384,6 +428,18 @@ def derive_discrete() -> KernelSet:
             (S.p, S.alpha),
             entmax_alpha_partial(),
             "dp/dalpha at a fixed threshold: p f^2 log1prel'((alpha-1) f), f = log_{2-alpha} p.",
+        ),
+        Kernel(
+            "halley_bend",
+            (total, slope, bent, S.alpha),
+            halley_bend(),
+            "-h''/(2h') for h = log_{2-alpha}(sum p) in c: Halley's step is N / (1 - N bend).",
+        ),
+        Kernel(
+            "halley_error",
+            (total, slope, bent, fourth, S.alpha),
+            halley_error(),
+            "h'''/(6h') - (h''/(2h'))^2: a Halley step d leaves about |this| d^3.",
         ),
         Kernel(
             "ev_softmax_offsupport_shift",

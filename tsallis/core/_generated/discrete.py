@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "ev_softmax_offsupport_shift", "evidential_mass"]
+__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "halley_bend", "halley_error", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
 def sparsemax_threshold(first, size):
@@ -41,6 +41,20 @@ def entmax_alpha_partial(p, alpha):
     _t1 = xp.log(_t0)
     _t2 = _t1*(alpha - 1)
     return xp.where((p > 0), _t0*_t1**2*_xs.exprel(_t2)**2*_xs.log1prel_slope(_xs.expm1(_t2)), 0)
+
+
+def halley_bend(total, slope, bent, alpha):
+    """-h''/(2h') for h = log_{2-alpha}(sum p) in c: Halley's step is N / (1 - N bend)."""
+    xp, (total, slope, bent, alpha) = _xs.arrays(total, slope, bent, alpha)
+    return -0.5*(alpha - 2)*(bent*total - slope**2)/(slope*total)
+
+
+def halley_error(total, slope, bent, fourth, alpha):
+    """h'''/(6h') - (h''/(2h'))^2: a Halley step d leaves about |this| d^3."""
+    xp, (total, slope, bent, fourth, alpha) = _xs.arrays(total, slope, bent, fourth, alpha)
+    _t0 = slope**2
+    _t1 = alpha - 2
+    return -0.08333333333333333*_t0*_t1*alpha/total**2 + 0.16666666666666666*_t1*fourth*(2*alpha - 3)/slope - 0.25*_t1**2*bent**2/_t0
 
 
 def ev_softmax_offsupport_shift(eps):
