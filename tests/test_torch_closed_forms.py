@@ -52,6 +52,11 @@ VALUES = {
     "w_minus": [0.0, 2.0, 1e-3],
     "others": [0.0, 0.3, 1.0],
     "base": [-0.5, 0.0, 1.5e-22, 0.7],  # alpha-entmax's (alpha - 1)(z - tau)
+    # a Newton step's row sums of p, s, t and u (positive, t and u may be 0 past the edge)
+    "total": [1.0, 0.5, 3.0],
+    "slope": [1.0, 2.0, 0.3],
+    "bent": [1.0, 5.0, 0.0],
+    "fourth": [1.0, 10.0, 0.0],
     # beta-Gaussian log density from its per-distribution terms
     "log_ac": [-3.0, 0.0, 2.0],
     "log_mode": [-5.0, 0.0, 3.0],
@@ -197,6 +202,10 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "w_minus": 0.2,
         "others": 0.4,
         "base": 0.6,
+        "total": 1.2,
+        "slope": 2.0,
+        "bent": 3.0,
+        "fourth": 5.0,
         "log_ac": 0.3,
         "log_mode": -1.0,
         "inv_radius2": 1.5,
