@@ -12,6 +12,8 @@ The compiled kernels are timed in a second interleaved group, after the eager on
 glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_malloc;
 --raw-malloc leaves it: then every fresh 4 MB temporary is page-faulted, and the
 softmax row alone moved between 0.7 and 3 ms from run to run).
+On the CPU, sparsemax and alpha = 1.3 also run with the loops' prefix start set the
+other way from what this machine's measurement chose (tsallis.core.arrays.partition_pays).
 Then the extra peak memory of one forward + backward at (65536, 1000) (on CUDA, the
 allocator's peak above what was allocated before). On CUDA every timed run ends with a
 synchronize. Not a test.
@@ -31,6 +33,7 @@ from timing import (  # benchmarks/ is on the path when run as a script
 )
 
 from torch_bridge import entmax, sparsemax
+from tsallis.core import arrays, tuning
 
 try:
     import entmax as entmax_package
@@ -42,6 +45,21 @@ def fwd_bwd(op, x, w):
     def run():
         x.grad = None
         (op(x) * w).sum().backward()
+
+    return run
+
+
+def with_prefix(op, pays: bool):
+    """op with the CPU loops' prefix start forced on or off (tuning.PARTITION_PAYS; it
+    acts in the forward alone)."""
+
+    def run(v):
+        saved = tuning.PARTITION_PAYS
+        tuning.PARTITION_PAYS = pays
+        try:
+            return op(v)
+        finally:
+            tuning.PARTITION_PAYS = saved
 
     return run
 
@@ -143,6 +161,17 @@ def main() -> None:
         "entmax 1.5": fwd_bwd(lambda v: entmax(v, 1.5), x, w),
         "entmax 1.3": fwd_bwd(lambda v: entmax(v, 1.3), x, w),
     }
+    if args.device == "cpu":  # the prefix start's other setting, side by side
+        pays = arrays.partition_pays()
+        other = "off" if pays else "on"
+        print(
+            f"NumPy's partition costs {arrays.partition_cost():.1f} cumulative sums"
+            f" (tuning.PARTITION_RATIO {tuning.PARTITION_RATIO:g}): the prefix start is"
+            f" {'on' if pays else 'off'}; rows 'start {other}' force it {other}"
+        )
+        cases[f"sparsemax, start {other}"] = fwd_bwd(with_prefix(sparsemax, not pays), x, w)
+        forced13 = with_prefix(lambda v: entmax(v, 1.3), not pays)
+        cases[f"entmax 1.3, start {other}"] = fwd_bwd(forced13, x, w)
     if entmax_package is not None:
         cases["package sparsemax"] = fwd_bwd(entmax_package.sparsemax, x, w)
         cases["package entmax15"] = fwd_bwd(entmax_package.entmax15, x, w)

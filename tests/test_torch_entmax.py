@@ -241,6 +241,37 @@ def test_prefix_start_changes_nothing(monkeypatch, library):
                 assert int((p > 0).sum(-1).max()) > core._prefix_width(data, alpha, True)
 
 
+def test_the_prefix_start_follows_the_partition_measurement(monkeypatch):
+    """The prefix start runs where arrays.partition_pays says so: tuning.PARTITION_PAYS
+    where set, else the measurement against tuning.PARTITION_RATIO (made once: the
+    cached result is cleared here). partition_cost is a positive, finite ratio; with the
+    ratio limit at 0 the start is off, at infinity on, and forced either way it follows
+    PARTITION_PAYS; with the start off, p is still within 1e-6 of float64 (float32
+    N(0, 1) rows (128, 1000) at alpha = 1.3 and 2)."""
+    from tsallis.core import arrays, tuning
+    from tsallis.core import discrete as core
+
+    cost = arrays.partition_cost()
+    assert math.isfinite(cost) and cost > 0
+    z = torch.randn(128, 1000, generator=torch.Generator().manual_seed(8))  # >= COMPACT_ELEMENTS
+    width = 1000 // tuning.PREFIX_SHARE
+    monkeypatch.setattr(tuning, "PARTITION_PAYS", None)
+    for limit, expected in ((0.0, None), (math.inf, width)):
+        monkeypatch.setattr(tuning, "PARTITION_RATIO", limit)
+        arrays._measured_partition_pays.cache_clear()
+        assert core._prefix_width(z, 1.3, True) == expected, limit
+        assert core._prefix_width(z, 1.3, True) == expected, limit  # cached
+    arrays._measured_partition_pays.cache_clear()
+    for forced, expected in ((False, None), (True, width)):
+        monkeypatch.setattr(tuning, "PARTITION_PAYS", forced)
+        assert core._prefix_width(z, 1.3, True) == expected
+    monkeypatch.setattr(tuning, "PARTITION_PAYS", False)
+    for alpha in (1.3, 2.0):
+        p = entmax(z, alpha=alpha)
+        exact = torch.as_tensor(core.entmax_newton(z.double().numpy(), alpha))
+        assert (p.double() - exact).abs().max() <= 1e-6, alpha
+
+
 def test_softmax_backward_fused_and_unfused_agree():
     """arrays.softmax_backward: Torch's fused kernel (contiguous inputs), the unfused form
     it takes for an expanded or transposed gradient, and NumPy agree within 1e-15 in

@@ -11,8 +11,10 @@ The Torch branch uses tensor methods, so the core never imports torch.
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
+import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -22,6 +24,7 @@ import scipy.linalg
 import scipy.special as _sp
 from array_api_compat import array_namespace, is_torch_array
 
+import tsallis.core.tuning as _tuning
 from tsallis.core.tuning import FLOAT32_EDGE_FLUSH, SMALL_SOLVE, STIRLING_MIN
 
 __all__ = [
@@ -45,6 +48,8 @@ __all__ = [
     "native",
     "ndtr",
     "normal_mass",
+    "partition_cost",
+    "partition_pays",
     "replace_at_most",
     "smallest",
     "softplus",
@@ -328,6 +333,75 @@ def smallest_columns(gap: Array, k: int) -> tuple[Array, Array]:
         columns = torch.bitwise_and(part, low, out=torch.empty(part.shape, dtype=torch.int64))
         return columns, torch.from_numpy(bound)
     return np.bitwise_and(keys[..., :k], low, dtype=np.intp), bound
+
+
+# The partition's cost against a scalar pass (partition_pays): how NumPy partitions
+# depends on the CPU. Its AVX-512 select (x86-simd-sort) took 4.1-4.3 ms on float32
+# (1024, 1000)'s bits on an AMD EPYC of the Zen 4 family (NumPy 2.4.6), against 0.8 ms
+# for its AVX2 one on the same machine (NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL") and
+# 1.2 ms on the Intel machine where the prefix start was tuned. The probe below took
+# 8.7-9.1 times a cumulative sum there, 1.6 with AVX2, 10.3 with neither.
+_PROBE_SHAPE = (64, 1024)
+_PROBE_KTH = 255
+_PROBE_REPEATS = 5
+
+
+def partition_cost() -> float:
+    """What NumPy's partition of int32 keys (the bits that smallest and smallest_columns
+    partition) costs on this machine, as a multiple of a cumulative sum over as many
+    values (a scalar loop: both scale with the core's clock, the partition also with the
+    SIMD select NumPy dispatches to). The fastest of a few runs on a fixed (64, 1024)
+    array of pseudo-random keys (about 0.3 ms in all where the partition is slow).
+
+    Returns:
+        float: the ratio (1.6 where NumPy's AVX2 select runs, 9 where its AVX-512 select
+        runs on a Zen 4 core; see tuning.PARTITION_RATIO).
+
+    Examples:
+        >>> partition_cost() > 0
+        True
+    """
+    keys = np.random.default_rng(0).integers(0, 2**31 - 1, size=_PROBE_SHAPE, dtype=np.int32)
+    scratch = np.empty_like(keys)
+
+    def fastest(run: Callable[[], object]) -> float:
+        times = []
+        for _ in range(_PROBE_REPEATS):
+            start = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    def partition() -> None:
+        np.copyto(scratch, keys)
+        scratch.partition(_PROBE_KTH, axis=-1)
+
+    summing = fastest(lambda: np.cumsum(keys, axis=-1, out=scratch))
+    return fastest(partition) / max(summing, 1e-9)
+
+
+@functools.cache
+def _measured_partition_pays() -> bool:
+    return partition_cost() <= _tuning.PARTITION_RATIO
+
+
+def partition_pays() -> bool:
+    """Whether the CPU's eager loops may start from a partition of each row's largest
+    entries (core.discrete._prefix_width): tuning.PARTITION_PAYS where it is set, else
+    measured once per process (partition_cost at most tuning.PARTITION_RATIO).
+
+    Both ways give the same maps to within the loops' tolerance (a few ulps), not
+    bitwise; set tuning.PARTITION_PAYS for results that must not depend on the machine.
+
+    Returns:
+        bool: True where the partition is cheap enough.
+
+    Examples:
+        >>> isinstance(partition_pays(), bool)
+        True
+    """
+    forced = _tuning.PARTITION_PAYS
+    return _measured_partition_pays() if forced is None else bool(forced)
 
 
 def _flat_columns(columns: np.ndarray, length: int) -> np.ndarray:

@@ -635,7 +635,8 @@ def _put_rows(target: Array, index: Array, values: Array) -> None:
 def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
     """How many of each row's largest entries the eager loop starts from (_prefix_start
     at alpha = 2 and 3/2, _prefix_map at other alphas), or None (see
-    tuning.PREFIX_WIDTH)."""
+    tuning.PREFIX_WIDTH; None also where the CPU's partition costs more than the start
+    saves, arrays.partition_pays)."""
     if not (on_host and isinstance(alpha, float) and T.PREFIX_ALPHA <= alpha <= 2.0):
         return None
     if not _eager_cpu(z):  # a GPU: its partition, gather and scatters cost more launches
@@ -653,7 +654,8 @@ def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
     mantissa = -math.log2(float(_xs.native(z).finfo(z.dtype).eps))
     if not closed and _xs.index_bits(size) > mantissa - 4:
         return None
-    return width
+    # last: the first call that gets here measures the partition (tuning.PARTITION_RATIO)
+    return width if _xs.partition_pays() else None
 
 
 def _prefix_start(gap: Array, alpha: float, width: int, to_book: Callable) -> tuple[Array, Array]:
