@@ -22,12 +22,14 @@ def pytest_configure(config):
     settings.register_profile("slow", max_examples=1000)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-    # The CPU loops' prefix start is on where NumPy's partition is cheap
-    # (tsallis.core.arrays.partition_pays, measured): on in every test run, so that the
-    # same paths run on every machine; tests of the measurement unset it.
+    # The CPU loops' prefix start is on where NumPy's partition is cheap, and their log2
+    # is NumPy's where it is the faster (tsallis.core.arrays.partition_pays and
+    # numpy_log2_pays, measured): both on in every test run, so that the same paths run
+    # on every machine; the tests of the measurements set them otherwise.
     from tsallis.core import tuning
 
     tuning.PARTITION_PAYS = True
+    tuning.NUMPY_LOG2 = True
 
 
 def pytest_terminal_summary(terminalreporter):

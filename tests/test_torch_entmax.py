@@ -272,6 +272,57 @@ def test_the_prefix_start_follows_the_partition_measurement(monkeypatch):
         assert (p.double() - exact).abs().max() <= 1e-6, alpha
 
 
+def test_log2_on_numpy_views(monkeypatch):
+    """arrays.log2_into: NumPy's log2 on views of CPU tensors where tuning.NUMPY_LOG2 (or
+    the measurement, numpy_log2_pays) says so, Torch's otherwise and for non-contiguous
+    or gradient-carrying tensors; the same values within 2 ulps (float32) and 1 ulp
+    (float64) of float64 and mpmath-free NumPy references, down to the smallest normal
+    number (the loop's floor); and the loop's maps with either log2 agree within 1e-6
+    (float32) and 1e-13 (float64) at alpha = 1.3 and 1.7 (rows of 1000)."""
+    from tsallis.core import arrays, tuning
+    from tsallis.core import discrete as core
+
+    assert isinstance(arrays.numpy_log2_pays(torch), bool)
+    seen = []
+    original = np.log2
+
+    def counted(*args, **kwargs):  # NumPy's log2, seen
+        seen.append(1)
+        return original(*args, **kwargs)
+
+    gen = torch.Generator().manual_seed(4)
+    for dtype, ulps in ((torch.float32, 2), (F64, 1)):
+        x = torch.rand(64, 100, generator=gen, dtype=dtype) * 10
+        x[0, :3] = torch.tensor([torch.finfo(dtype).tiny, 1.0, 2.0**-60], dtype=dtype)
+        exact = np.log2(x.double().numpy())
+        eps = float(torch.finfo(dtype).eps)
+        for forced in (True, False):
+            monkeypatch.setattr(tuning, "NUMPY_LOG2", forced)
+            spy = mock.patch.object(np, "log2", counted)
+            for source in (x, x.t().contiguous().t()):  # contiguous, then a transposed view
+                seen.clear()
+                out = torch.empty_like(source)
+                with spy:
+                    got = arrays.log2_into(source, out)
+                assert got is out
+                assert bool(seen) == (forced and source.is_contiguous())
+                error = np.abs(got.double().numpy() - exact)
+                assert (error <= ulps * eps * np.maximum(np.abs(exact), 1.0)).all()
+            grad = x.clone().requires_grad_(True)
+            seen.clear()
+            with spy, torch.no_grad():
+                arrays.log2_into(grad, torch.empty_like(x))
+            assert not seen
+    z = torch.randn(128, 1000, generator=gen)
+    for alpha in (1.3, 1.7):
+        maps = []
+        for forced in (True, False):
+            monkeypatch.setattr(tuning, "NUMPY_LOG2", forced)
+            maps.append((core.entmax_newton(z, alpha), core.entmax_newton(z.double(), alpha)))
+        assert (maps[0][0] - maps[1][0]).abs().max() <= 1e-6
+        assert (maps[0][1] - maps[1][1]).abs().max() <= 1e-13
+
+
 def test_softmax_backward_fused_and_unfused_agree():
     """arrays.softmax_backward: Torch's fused kernel (contiguous inputs), the unfused form
     it takes for an expanded or transposed gradient, and NumPy agree within 1e-15 in
@@ -410,12 +461,15 @@ def test_gradient_on_the_columns_of_the_largest_entries():
 
 
 @pytest.mark.parametrize("alpha", [1.3, 1.5, 1.7, 2.0])
-def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
+def test_prefix_start_is_within_three_ulps_in_float32(alpha, monkeypatch):
     """Where the prefix holds the support, the float32 start is the shift itself: within
-    2 ulps of max(|c|, 1) of the float64 shift on the same numbers (measured 1.6 at 1.3,
-    where the start is the prefix loop's last step below sqrt(eps), and 0.5 at 3/2, whose
-    variances are summed in float64: in float32 they left it 8 ulps off). The float64
-    shift comes from the loop's threshold mode, whose mass at c is 1 within 1e-13."""
+    3 ulps of max(|c|, 1) of the float64 shift on the same numbers (measured at 1.3, where
+    the start is the prefix loop's last step below sqrt(eps): 1.84 with Torch's log2 of
+    the loop's state, 2.17 with NumPy's (tuning.NUMPY_LOG2), whose float32 log2 is within
+    2 ulps of the result where Torch's is within 0.67; p is no further off with either:
+    worst 2.9e-7 on N(0, sigma^2) rows at 1.25 to 1.9; and 0.5 at 3/2, whose variances are
+    summed in float64: in float32 they left it 8 ulps off). The float64 shift comes from
+    the loop's threshold mode, whose mass at c is 1 within 1e-13."""
     from tsallis.core import arrays, tuning
     from tsallis.core import discrete as core
 
@@ -437,7 +491,7 @@ def test_prefix_start_is_within_two_ulps_in_float32(alpha, monkeypatch):
     assert (base ** (1 / (alpha - 1))).sum(-1).sub(1).abs().max() <= 1e-13
     assert bool((base.sort(-1, descending=True).values[:, width - 1] == 0).all())  # held
     ulp = np.spacing(np.maximum(exact.abs().numpy(), 1).astype(np.float32))
-    assert bool((np.abs(start.astype(np.float64) - exact.numpy()) <= 2 * ulp).all())
+    assert bool((np.abs(start.astype(np.float64) - exact.numpy()) <= 3 * ulp).all())
     assert bool(held.all())  # every row known to be at its shift: one evaluation
 
 

@@ -558,7 +558,7 @@ def _mass(
         # "base" 1 + x = y (its floor, the clamped entries, to -inf: p = s = 0)
         p_power, exponent, t_power = _state_exponents(alpha)  # s = (1 + x)^exponent
         if work.form == "base":
-            log_base, unit = lib.log2(x, out=s), 1.0
+            log_base, unit = _xs.log2_into(x, out=s), 1.0
             # the floor's s must be 0: exp2 of log2(floor) exponent rounds to 0 once that
             # is a bit below the smallest subnormal; otherwise the floor goes to -inf
             log_floor = math.log2(work.floor)

@@ -358,6 +358,13 @@ PREFIX_MIN_LENGTH_OTHERS = 512
 PARTITION_RATIO = 4.0
 PARTITION_PAYS: bool | None = None
 
+# The host loop's log2 of its state (alpha from BASE_FORM_ALPHA to 2, core.discrete._mass)
+# on a CPU tensor is NumPy's, on views, where NumPy's log2 measured at most
+# NUMPY_LOG2_RATIO times Torch's (core.arrays.numpy_log2_pays, once per process), or as
+# NUMPY_LOG2 says where it is set (the same values to an ulp or so, not bitwise).
+NUMPY_LOG2_RATIO = 0.75
+NUMPY_LOG2: bool | None = None
+
 # The eager loop on the host (NumPy, CPU tensors) at a Python-float alpha in
 # [GROUPED_ALPHA, 2] other than 3/2, on rows of at least GROUPED_MIN_LENGTH entries,
 # also starts from Jensen's bound on the maxima of at most GROUPED_WIDTH groups of each
