@@ -349,6 +349,16 @@ _PROBE_REPEATS = 5
 _LOG2_PROBE_SHAPE = (256, 1024)
 
 
+def _fastest(run: Callable[[], object]) -> float:
+    """The shortest wall time of _PROBE_REPEATS runs, in seconds (the probes below)."""
+    times = []
+    for _ in range(_PROBE_REPEATS):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
 def partition_cost() -> float:
     """What NumPy's partition of int32 keys (the bits that smallest and smallest_columns
     partition) costs on this machine, as a multiple of a cumulative sum over as many
@@ -367,20 +377,12 @@ def partition_cost() -> float:
     keys = np.random.default_rng(0).integers(0, 2**31 - 1, size=_PROBE_SHAPE, dtype=np.int32)
     scratch = np.empty_like(keys)
 
-    def fastest(run: Callable[[], object]) -> float:
-        times = []
-        for _ in range(_PROBE_REPEATS):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
     def partition() -> None:
         np.copyto(scratch, keys)
         scratch.partition(_PROBE_KTH, axis=-1)
 
-    summing = fastest(lambda: np.cumsum(keys, axis=-1, out=scratch))
-    return fastest(partition) / max(summing, 1e-9)
+    summing = _fastest(lambda: np.cumsum(keys, axis=-1, out=scratch))
+    return _fastest(partition) / max(summing, 1e-9)
 
 
 @functools.cache
@@ -436,16 +438,8 @@ def _measured_numpy_log2(torch: ModuleType) -> bool:
     results = np.empty_like(values)
     tensor, into = torch.from_numpy(values), torch.from_numpy(results)
 
-    def fastest(run: Callable[[], object]) -> float:
-        times = []
-        for _ in range(_PROBE_REPEATS):
-            start = time.perf_counter()
-            run()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    own = fastest(lambda: torch.log2(tensor, out=into))
-    return fastest(lambda: np.log2(values, out=results)) <= _tuning.NUMPY_LOG2_RATIO * own
+    own = _fastest(lambda: torch.log2(tensor, out=into))
+    return _fastest(lambda: np.log2(values, out=results)) <= _tuning.NUMPY_LOG2_RATIO * own
 
 
 def numpy_log2_pays(torch: ModuleType) -> bool:
