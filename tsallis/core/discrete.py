@@ -892,14 +892,18 @@ def _top_jensen_shift(z: Array, top: Array, alpha: float) -> Array:
 
 def _grouped_start_applies(z: Array, alpha: float | Array, on_host: bool) -> bool:
     """Whether entmax_newton's first shift also takes _grouped_shift: a Python-float alpha
-    in [tuning.GROUPED_ALPHA, 2] other than 3/2 on rows of at least
-    tuning.GROUPED_MIN_LENGTH entries, on the host in eager mode (NumPy or a CPU tensor:
-    a GPU takes _top_jensen_shift, a sort being one kernel there)."""
+    in [tuning.GROUPED_ALPHA, 2] on rows of at least tuning.GROUPED_MIN_LENGTH entries,
+    on the host in eager mode (NumPy or a CPU tensor: a GPU takes _top_jensen_shift, a
+    sort being one kernel there); for a tensor, whose evaluations Torch's threads make
+    cheaper against the bound, not at 3/2 nor from tuning.BASE_FORM_ALPHA to
+    tuning.GROUPED_TENSOR_ALPHA (see there)."""
     if not (on_host and isinstance(alpha, float) and T.GROUPED_ALPHA <= alpha <= 2.0):
         return False
-    if alpha == 1.5 or not _eager_cpu(z):
+    if not _eager_cpu(z) or z.ndim < 1 or z.shape[-1] < T.GROUPED_MIN_LENGTH:
         return False
-    return z.ndim >= 1 and z.shape[-1] >= T.GROUPED_MIN_LENGTH
+    if is_torch_array(z):
+        return alpha != 1.5 and not T.BASE_FORM_ALPHA <= alpha < T.GROUPED_TENSOR_ALPHA
+    return True
 
 
 def _grouped_maxima(z: Array) -> Array:
@@ -997,7 +1001,7 @@ def entmax_newton(
     from step to step in place (_Buffers; on a GPU from 1.25 it is formed anew at each
     step as one stacked power, fewer kernels); on a GPU an alpha in (1, 2) starts from a
     bound found on the sorted rows (_top_jensen_shift), which saves evaluations; on the
-    host, without the prefix start, most alphas from 1.35 to 2 start from a bound on the
+    host, without the prefix start, most alphas from 1.2 to 2 start from a bound on the
     maxima of groups of columns (_grouped_shift).
     Above 2 bisection steps in where Newton would leave the bracket. See the loop
     for when it stops. Finally p is renormalized.

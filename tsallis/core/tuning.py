@@ -366,29 +366,41 @@ NUMPY_LOG2_RATIO = 0.75
 NUMPY_LOG2: bool | None = None
 
 # The eager loop on the host (NumPy, CPU tensors) at a Python-float alpha in
-# [GROUPED_ALPHA, 2] other than 3/2, on rows of at least GROUPED_MIN_LENGTH entries,
-# also starts from Jensen's bound on the maxima of at most GROUPED_WIDTH groups of each
-# row's columns (core.discrete._grouped_shift), where it has no prefix start (rows whose
-# prefix does not hold their support resume from the prefix's shift; the prefix's own
-# loop takes it too). Measured (torch 2.13, NumPy 2.4.6, AMD EPYC Zen 4, float32
-# forward + backward, glibc malloc in steady state, one process alternating without /
-# with, medians of 50-100, in ms):
-# - (1024, 1000), no prefix start: alpha = 1.35 8.36 / 7.65, 1.4 9.51 / 8.39, 1.45 9.08
-#   / 7.61, 1.55 8.18 / 6.88, 1.6 8.62 / 7.37, 1.7 8.42 / 6.96, 1.8 8.81 / 7.02, 1.95
-#   8.58 / 6.24, 2 3.02 / 2.81; but 3/2 2.90 / 3.20 (its evaluations have no
-#   transcendental: two fewer did not pay for the bound and the rows left apart), 1.3
-#   6.67 / 6.63 and 7.71 / 7.95, 1.25 8.54 / 8.86, 1.2 7.39 / 7.13, and below 1.2 it
-#   lost 0.5-0.6 ms (0.5, 0.9, 1, 1.0001, 1.05, 1.1, 1.15: the mean start is close
-#   where supports are wide): hence GROUPED_ALPHA and 3/2 left out;
+# [GROUPED_ALPHA, 2], on rows of at least GROUPED_MIN_LENGTH entries, also starts from
+# Jensen's bound on the maxima of at most GROUPED_WIDTH groups of each row's columns
+# (core.discrete._grouped_shift), where it has no prefix start (rows whose prefix does
+# not hold their support resume from the prefix's shift; the prefix's own loop takes it
+# too); CPU tensors not at 3/2, nor from BASE_FORM_ALPHA to GROUPED_TENSOR_ALPHA. The
+# bound cost 0.4-0.6 ms at (1024, 1000) and saved one evaluation of the whole rows below
+# 1.35, two to four above. Measured (torch 2.13, NumPy 2.4.6, AMD EPYC Zen 4, float32
+# unless said, glibc malloc in steady state, one process alternating without / with,
+# medians of 15-100, in ms):
+# - CPU tensors, forward + backward, (1024, 1000), no prefix start, Torch's log2: alpha =
+#   1.35 8.36 / 7.65, 1.4 9.51 / 8.39, 1.45 9.08 / 7.61, 1.55 8.18 / 6.88, 1.6 8.62 /
+#   7.37, 1.7 8.42 / 6.96, 1.8 8.81 / 7.02, 1.95 8.58 / 6.24, 2 3.02 / 2.81; but 3/2
+#   2.90 / 3.20 (no transcendental: two fewer evaluations did not pay), 1.3 6.67 / 6.63
+#   and 7.71 / 7.95, 1.25 8.54 / 8.86, and below 1.2 it lost 0.5-0.6 ms (0.5, 0.9, 1,
+#   1.0001, 1.05, 1.1, 1.15: the mean start is close where supports are wide);
+# - the same with NumPy's log2 (NUMPY_LOG2): 1.35 7.35 / 6.79, 1.45 8.10 / 7.18, 1.7 7.46
+#   / 6.37, 2 3.42 / 3.23; and 1.2 (the "offset" form, log1p) / 1.25 / 1.3 at (1024,
+#   1000) 7.19 / 6.53, 5.26 / 5.47, 5.40 / 5.64; (512, 2048) 7.24 / 6.40, 5.41 / 5.50,
+#   5.43 / 5.38; (256, 4096) 7.41 / 6.56, 5.70 / 5.96, 6.08 / 5.41; (64, 16384) 7.41 /
+#   6.57, 6.38 / 5.96, 6.27 / 5.75: hence the band left out for tensors;
 # - other shapes (2^20 values), no prefix start, alpha = 2 / 1.7: (8192, 128) 3.59 / 3.48
 #   and 9.64 / 8.76, (4096, 256) 3.38 / 3.21 and 8.97 / 7.69, (256, 4096) 3.24 / 2.74
 #   and 9.01 / 6.65, (64, 16384) 3.07 / 2.31 and 9.22 / 6.89; GROUPED_WIDTH 32 and 128
 #   did no better overall, 128 worse on short rows (its sort);
 # - (1024, 1000) with the prefix start (its own loop on each row's largest quarter):
-#   1.7 9.42 / 8.99, 1.9 10.13 / 9.38, 1.3 8.41 / 8.90.
+#   1.7 9.42 / 8.99, 1.9 10.13 / 9.38, 1.3 8.41 / 8.90;
+# - NumPy arrays (tsallis.discrete.entmax, forward alone; evaluations on one thread):
+#   (1024, 1000) float32 1.2 71.9 / 64.9, 1.25 39.3 / 33.7, 1.3 39.4 / 33.7, 1.35 34.8 /
+#   28.1, 3/2 10.7 / 8.9, 1.7 36.0 / 25.4, 2 11.8 / 5.4, but 1.15 23.7 / 27.6 and 1.1
+#   11.9 / 12.7; float64 1.3 60.3 / 52.4, 1.7 52.2 / 38.7; (256, 4096) float32 1.3 40.8
+#   / 27.6.
 GROUPED_WIDTH = 64
 GROUPED_MIN_LENGTH = 128
-GROUPED_ALPHA = 1.35
+GROUPED_ALPHA = 1.2
+GROUPED_TENSOR_ALPHA = 1.35
 
 # The eager Newton loop (a Python-float alpha <= 2, calls of at least COMPACT_ELEMENTS
 # values) finishes its last rows apart once at most a fraction STRAGGLERS of them is
