@@ -342,7 +342,7 @@ def smallest_columns(gap: Array, k: int) -> tuple[Array, Array]:
 # (1024, 1000)'s bits on an AMD EPYC of the Zen 4 family (NumPy 2.4.6), against 0.8 ms
 # for its AVX2 one on the same machine (NPY_DISABLE_CPU_FEATURES="X86_V4 AVX512_ICL") and
 # 1.2 ms on the Intel machine where the prefix start was tuned. The probe below took
-# 8.7-9.1 times a cumulative sum there, 1.6 with AVX2, 10.3 with neither.
+# 7.6-10.2 times a cumulative sum there, 1.6 with AVX2, 10.3 with neither.
 _PROBE_SHAPE = (64, 1024)
 _PROBE_KTH = 255
 _PROBE_REPEATS = 5
