@@ -167,7 +167,8 @@ def main() -> None:
         print(
             f"NumPy's partition costs {arrays.partition_cost():.1f} cumulative sums"
             f" (tuning.PARTITION_RATIO {tuning.PARTITION_RATIO:g}): the prefix start is"
-            f" {'on' if pays else 'off'}; rows 'start {other}' force it {other}"
+            f" {'on' if pays else 'off'}; rows 'start {other}' force it {other}; the loops'"
+            f" log2 is {'NumPy' if arrays.numpy_log2_pays(torch) else 'Torch'}'s"
         )
         cases[f"sparsemax, start {other}"] = fwd_bwd(with_prefix(sparsemax, not pays), x, w)
         forced13 = with_prefix(lambda v: entmax(v, 1.3), not pays)
