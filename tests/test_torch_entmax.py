@@ -276,7 +276,7 @@ def test_log2_on_numpy_views(monkeypatch):
     """arrays.log2_into: NumPy's log2 on views of CPU tensors where tuning.NUMPY_LOG2 (or
     the measurement, numpy_log2_pays) says so, Torch's otherwise and for non-contiguous
     or gradient-carrying tensors; the same values within 2 ulps (float32) and 1 ulp
-    (float64) of float64 and mpmath-free NumPy references, down to the smallest normal
+    (float64), relative to max(|log2 x|, 1), of NumPy's float64 log2, down to the smallest normal
     number (the loop's floor); and the loop's maps with either log2 agree within 1e-6
     (float32) and 1e-13 (float64) at alpha = 1.3 and 1.7 (rows of 1000)."""
     from tsallis.core import arrays, tuning

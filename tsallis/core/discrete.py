@@ -488,18 +488,20 @@ def _evaluate(
 QUARTIC_ALPHA = 1.32
 
 
-def _state_exponents(alpha: float) -> tuple[float, float, float]:
-    """The powers of the state y = 1 + (alpha - 1) f that give p = y^(1/(alpha - 1)), s =
-    p^(2 - alpha) and t = p^(3 - 2 alpha) (the clamped forms' _mass, both ways)."""
-    return 1 / (alpha - 1), (2 - alpha) / (alpha - 1), (3 - 2 * alpha) / (alpha - 1)
+def _state_exponents(alpha: float, count: int = 3) -> tuple[float, ...]:
+    """The powers of the state y = 1 + (alpha - 1) f that give p = y^(1/(alpha - 1)) and
+    its powers p^(k - (k - 1) alpha), k = 1..``count``: (k - (k - 1) alpha) / (alpha - 1),
+    i.e. p, s = p^(2 - alpha), t = p^(3 - 2 alpha) and u = p^(4 - 3 alpha) (the clamped
+    forms' _mass, both ways; each is the previous one's dc-derivative's power)."""
+    return tuple((k - (k - 1) * alpha) / (alpha - 1) for k in range(1, count + 1))
 
 
 @functools.lru_cache(maxsize=16)
 def _stacked_exponents(lib: ModuleType, alpha: float, ndim: int, dtype: Any, device: Any) -> Array:
-    """_state_exponents and u's, (4 - 3 alpha) / (alpha - 1) (u = p^(4 - 3 alpha)), as a
-    (4, 1, ..., 1) array of z's kind (_Buffers.stacked), shared between calls (one copy
-    to the device each time otherwise)."""
-    values = [*_state_exponents(alpha), (4 - 3 * alpha) / (alpha - 1)]
+    """_state_exponents of p, s, t and u (u = p^(4 - 3 alpha)) as a (4, 1, ..., 1) array
+    of z's kind (_Buffers.stacked), shared between calls (one copy to the device each
+    time otherwise)."""
+    values = list(_state_exponents(alpha, 4))
     return lib.tensor(values, dtype=dtype, device=device).reshape((4,) + (1,) * ndim)
 
 
