@@ -1119,7 +1119,13 @@ def entmax_newton(
     halley = isinstance(alpha, float) and alpha != 1.0 and alpha <= 1.5
     # ... except on the in-place state ("power" and "base"): a Halley step may overshoot,
     # and then y is formed anew; measured (float32 (1024, 1000)): 3.7 -> 4.3 ms at 3/2,
-    # 6.8 -> 6.9 at 1.3, but 10.4 -> 9.4 at 1.2 ("offset")
+    # 6.8 -> 6.9 at 1.3, but 10.4 -> 9.4 at 1.2 ("offset"). Also tried on "base" at every
+    # step, t = s / y (a division, not a power) and from _grouped_shift: 3 evaluations of
+    # the whole rows instead of 5 at 1.3 on N(0, 1) rows, but 5.5-6.0 ms against 5.4-5.5
+    # (float32 (1024, 1000), AMD EPYC, one process alternating): the first step overshot
+    # on 4-40% of the rows (y formed anew), and the in-place state's rounding (an ulp of
+    # y is 1/(alpha - 1) ulps of c) left 8-16% of the rows 1-4 ulps short, whose finish
+    # (a first-order step on those rows) took 0.3-0.5 ms; the bound took 0.4
     halley = halley and (not work.incremental or form == "offset")
     # On a GPU below 3/2 (the stacked form, t bounded): Halley's step at every evaluation,
     # and once each row is done or its next step is predicted below the stall tolerance,
@@ -1463,7 +1469,10 @@ def entmax_map(
     their sort-based closed forms in eager mode (fewer,
     larger operations: a B = 1 call costs what a few array operations cost, where each
     Newton step costs dozens; under torch.compile their dtype handling breaks the
-    graph; _sorted_map); everything else runs entmax_newton. Arguments as for
+    graph; _sorted_map); everything else runs entmax_newton. Small CPU tensors take
+    either on NumPy views of themselves (tuning.NUMPY_VIEW_ELEMENTS for the sorted maps,
+    tuning.NUMPY_NEWTON_ELEMENTS for the loop at a Python-float alpha), where an operation
+    on a few hundred values costs about 1 us against Torch's 3 to 5. Arguments as for
     entmax_newton.
     """
     elements = math.prod(z.shape)
@@ -1487,6 +1496,31 @@ def entmax_map(
             kept = (None if v is None else torch.from_numpy(v) for v in (s, scale))
             return (torch.from_numpy(p).clone(), *kept)
         return _sorted_map(z, alpha, slopes, top)
+    rows = elements // max(z.shape[-1], 1)
+    if (
+        isinstance(alpha, float)
+        and on_host
+        and is_torch_array(z)
+        and elements <= T.NUMPY_NEWTON_ELEMENTS
+        and rows <= T.NUMPY_VIEW_ROWS
+        and _numpy_viewable(z)
+    ):
+        # small CPU calls at a Python-float alpha: the loop on NumPy views, as the sorted
+        # maps above (measured in tuning); p copied into Torch's own memory, and NumPy's
+        # floating-point warnings off (log1p(-1) = -inf off the support, underflows)
+        torch = _xs.native(z)
+        view_top = None if top is None else _view(top)
+        unit = "unit" if slopes else False
+        with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
+            found = entmax_newton(_view(z), alpha, steps, on_host, slopes=unit, top=view_top)
+        if not slopes:
+            return torch.from_numpy(found).clone(), None, None
+        p, s, scale = found
+        if isinstance(s, ColumnSlopes):
+            s = ColumnSlopes(*(torch.from_numpy(v) for v in s))
+        else:
+            s = torch.from_numpy(s)
+        return torch.from_numpy(p).clone(), s, torch.from_numpy(np.asarray(scale))
     if not slopes:
         return entmax_newton(z, alpha, steps, on_host, top=top, loop=loop), None, None
     return entmax_newton(z, alpha, steps, on_host, slopes="unit", top=top, loop=loop)
