@@ -434,3 +434,57 @@ def test_log_ev_softmax_wide_logits():
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_floored_exp2_on_numpy():
+    """arrays.exp2_into(floored=True) on NumPy: 2**arg exactly where that is at least
+    2**EXP2_LEAST[dtype], that value where it would be smaller (NumPy's exp2 is slow
+    wherever a result underflows; the floor is what the Newton loop relies on)."""
+    from tsallis.core import arrays
+
+    for dtype, least in ((np.float32, -126.0), (np.float64, -1000.0)):
+        assert arrays.EXP2_LEAST[np.dtype(dtype).name] == least
+        arg = np.array([3.0, -1.5, least, least - 0.5, -3000.0, -np.inf], dtype=dtype)
+        got = arrays.exp2_into(arg, np.empty_like(arg), False, floored=True)
+        expected = np.array([8.0, 2**-1.5, 2.0**least, 2.0**least, 2.0**least, 2.0**least])
+        assert got.dtype == dtype
+        np.testing.assert_array_equal(got, expected.astype(dtype))
+        plain = arrays.exp2_into(arg, np.empty_like(arg), False)
+        assert plain[-1] == 0 and plain[-2] == 0  # (without the floor: underflow to 0)
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.3, 1.7, 1.9])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_entmax_is_exactly_zero_off_the_support(alpha, dtype):
+    """The loop floors NumPy's exp2 (arrays.EXP2_LEAST), so s is at least about 1e-38
+    off the support inside it; p is still exactly 0 there and exactly positive on it,
+    and the slopes the backward takes (s / sum(s)) are exactly 0 where p is, with and
+    without the start from the largest entries (the latter evaluates once, its p apart
+    from s). Entries within 1e-6 of the support's edge (float64 threshold) are left out."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    rng = np.random.default_rng(int(alpha * 100))
+    for spread in (0.01, 1.0, 30.0):
+        z = (rng.standard_normal((128, 600)) * spread).astype(dtype)  # (the start: 2^16)
+        z[0, :3] = z[0].max()
+        wide = z.astype(np.float64)
+        c = core.entmax_newton(wide, alpha, threshold=True)
+        state = 1 + (alpha - 1) * (wide - wide.max(-1, keepdims=True) - c)
+        off, on = state < -1e-6, state > 1e-6
+        assert on.any() and (off.any() or spread < 1)  # (at 0.01 every entry is on it)
+        p = D.entmax(z, alpha)
+        assert (p[off] == 0).all() and (p[on] > 0).all(), (spread, p[off].max())
+        for pays in (True, False):
+            saved = tuning.PARTITION_PAYS
+            tuning.PARTITION_PAYS = pays
+            try:
+                with np.errstate(divide="ignore", under="ignore"):
+                    q, slopes, _ = core.entmax_newton(z, alpha, slopes="unit")
+            finally:
+                tuning.PARTITION_PAYS = saved
+            if isinstance(slopes, core.ColumnSlopes):  # (on each row's largest entries)
+                dense = np.zeros_like(q)
+                np.put_along_axis(dense, slopes.columns, slopes.values, axis=-1)
+                slopes = dense
+            assert (q[off] == 0).all() and (slopes[q == 0] == 0).all(), (spread, pays)

@@ -547,9 +547,27 @@ def exp_flushed(arg: Array, out: Array) -> Array:
     return out
 
 
-def exp2_into(arg: Array, out: Array, flush: bool) -> Array:
+# NumPy's exp2 (2.4, AVX-512) takes a slow path wherever a result underflows: float32
+# (1024, 1000) 8.2 ms against 0.3 with the argument raised first. exp2_into's
+# ``floored`` raises it to these exponents: float32 from log2 of the smallest normal
+# number, -126 (fast); float64 -1000, since at -1022 itself it was slow still (8.2 ms
+# against 0.9 at -1000).
+EXP2_LEAST = {"float32": -126.0, "float64": -1000.0}
+
+
+def exp2_into(arg: Array, out: Array, flush: bool, floored: bool = False) -> Array:
     """2**arg into ``out`` (may be arg itself); with ``flush`` (Torch), 0 where it is below
-    e^-EXP_FLUSH, as in exp_flushed (NumPy needs no flush and gets none)."""
+    e^-EXP_FLUSH, as in exp_flushed (NumPy needs no flush and gets none).
+
+    ``floored`` (NumPy; Torch ignores it): at least 2**EXP2_LEAST[dtype] (about 1e-38 in
+    float32, 1e-301 in float64) where the result would be smaller, for callers whose
+    results are multiplied by zero there or only summed (see EXP2_LEAST).
+
+    Examples:
+        >>> import numpy as np
+        >>> exp2_into(np.array([3.0, -2000.0]), np.empty(2), False, floored=True)
+        array([8.00000000e+000, 9.33263619e-302])
+    """
     if is_torch_array(arg):
         torch = sys.modules["torch"]
         if not flush:
@@ -557,6 +575,9 @@ def exp2_into(arg: Array, out: Array, flush: bool) -> Array:
         limit = constant("EXP_FLUSH")["float32" if arg.dtype == torch.float32 else "float64"]
         torch.clamp(arg, min=-limit / math.log(2), out=out)
         return torch.threshold_(out.exp2_(), math.exp(-limit) * 1.5, 0.0)
+    if floored and arg.dtype in (np.float32, np.float64):
+        least = constant("EXP2_LEAST")[arg.dtype.name]
+        return np.exp2(np.maximum(arg, arg.dtype.type(least), out=out), out=out)
     with np.errstate(under="ignore"):
         return np.exp2(arg, out=out)
 

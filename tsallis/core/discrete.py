@@ -569,20 +569,26 @@ def _mass(
         else:
             log_base, unit = lib.log1p(x, out=s), math.log(2)
         flush = _may_underflow(alpha, x.dtype)
+        # NumPy: s (and t) at least about 1e-38 (float32) where they would underflow
+        # (arrays.EXP2_LEAST: NumPy's exp2 is slow there); p = s (1 + x) is 0 at the
+        # floor all the same, and s is formed again from p below (p over s)
+        floored = not flush
         bent = None
         if bend:  # t = (1 + x)^((3 - 2 alpha) / (alpha - 1)), 0 off the support (alpha <= 3/2)
             lib.multiply(log_base, t_power / unit, out=p)
-            bent = _xs.row_sum(_xs.exp2_into(p, out=p, flush=flush))
+            bent = _xs.row_sum(_xs.exp2_into(p, out=p, flush=flush, floored=floored))
         if flush:  # p from its own exponent, both flushed
             lib.multiply(log_base, p_power / unit, out=p)
             _xs.exp2_into(p, out=p, flush=True)
         lib.multiply(log_base, exponent / unit, out=s)
-        _xs.exp2_into(s, out=s, flush=flush)
+        _xs.exp2_into(s, out=s, flush=flush, floored=floored)
         slope = _xs.row_sum(s)
         # in place, p = s (1 + x) over s: a step touches two arrays, not three (measured
         # (100000, 64) at alpha = 1.3: 78-81 ms, 92-96 with p apart), unless the step is
-        # known to be the last: then p apart saves normalized a pass (s = p / (1 + x))
-        work.p_in_s = work.incremental and not flush and not work.final
+        # known to be the last: then p apart saves normalized a pass (s = p / (1 + x));
+        # NumPy's s, floored, is always formed from p (exact zeros off the support)
+        last = work.final and is_torch_array(x)
+        work.p_in_s = work.incremental and not flush and not last
         if work.p_in_s:
             p = s
         if not flush:

@@ -295,12 +295,12 @@ NUMPY_VIEW_ROWS = 256
 # other than the sorted maps') on NumPy views, for the same reason: each of its steps is
 # a few dozen operations. Measured (torch 2.13, AMD EPYC, float32, forward + backward,
 # one process alternating, Torch / NumPy views, us): (1, 10) at alpha = 1.3 660 / 548,
-# 0.8 676 / 478, 3 546 / 410; (1, 1000) 1.3 949 / 764, 3 1425 / 950; (8, 64) 1.3 771 /
-# 584, 1.7 955 / 752, 3 1779 / 1145; (32, 128) 1.3 835 / 759, 3 2270 / 1839. From 2^13
-# values it lost at most alphas ((64, 128) 1.3 847 / 876, (16, 1000) 901 / 1106, (256,
-# 32) 1.7 1191 / 1330): NumPy's operations run on one thread, and its exp2 takes a slow
-# path wherever the result underflows (float32 (1024, 1000): 5.2 ms against 0.35).
-NUMPY_NEWTON_ELEMENTS = 1 << 12
+# 0.8 676 / 478, 3 546 / 410; (1, 1000) 1.3 949 / 764, 3 1425 / 950; (8, 64) 1.3 754 /
+# 571, 1.7 904 / 721, 3 1779 / 1145; (32, 128) 1.3 794 / 680; (64, 128) 1.3 828 / 760,
+# 1.7 858 / 819 (NumPy's exp2 floored, arrays.EXP2_LEAST; before that 847 / 876). From
+# 2^14 values NumPy's one thread lost: (16, 1000) 1.7 897 / 907, (32, 1000) 1.3 1023 /
+# 1097, 1.7 1036 / 1184; (256, 32) was even (768 / 772 at 1.3).
+NUMPY_NEWTON_ELEMENTS = 1 << 13
 
 # alpha-entmax's Newton iteration (core.discrete.entmax_newton) takes Halley steps
 # (one more pass each, for d^2 p / dc^2) on its first HALLEY_STEPS steps at a
