@@ -1609,7 +1609,7 @@ def test_the_halley_error_estimate(alpha):
 def test_small_newton_calls_on_numpy_views_match_torch(alpha, monkeypatch):
     """Small CPU calls at a Python-float alpha run the Newton loop on NumPy views
     (tuning.NUMPY_NEWTON_ELEMENTS; the test run sets it to 0, this test to the shipped
-    2^12). Against the same loop in Torch's operations (the limit 0), on rows of 10, 64
+    2^13). Against the same loop in Torch's operations (the limit 0), on rows of 10, 64
     and 1000 entries (the last with the start from the largest entries and its column
     slopes) with ties at the top and -inf entries: float32 p within 4 ulps and the
     gradient of (p * w).sum() within 4 ulps of max |w| (each way is within about 2 ulps
@@ -1639,7 +1639,7 @@ def test_small_newton_calls_on_numpy_views_match_torch(alpha, monkeypatch):
                 x[1, ::3] = float("-inf")
             w = torch.randn(shape, generator=gen, dtype=dtype)
             results = []
-            for limit in (1 << 12, 0):
+            for limit in (1 << 13, 0):
                 monkeypatch.setattr(tuning, "NUMPY_NEWTON_ELEMENTS", limit)
                 viewed.clear()
                 xg = x.clone().requires_grad_(True)
