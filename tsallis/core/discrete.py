@@ -1456,6 +1456,35 @@ def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callabl
 _BOOKKEEPING_VIEWS = ("cpu",)  # devices whose tensors NumPy views (a test empties it)
 
 
+def _viewable_small(z: Array, limit: int) -> bool:
+    """Whether z is a CPU tensor that NumPy views, of at most ``limit`` values in at most
+    tuning.NUMPY_VIEW_ROWS rows (entmax_map then runs on the views: an operation on a
+    few hundred values costs NumPy about 1 us, Torch 3 to 5)."""
+    if not is_torch_array(z):
+        return False
+    elements = math.prod(z.shape)
+    rows = elements // max(z.shape[-1], 1)
+    return elements <= limit and rows <= T.NUMPY_VIEW_ROWS and _numpy_viewable(z)
+
+
+def _on_views(z: Array, top: Array | None, compute: Callable) -> tuple:
+    """compute(view of z, view of top or None) -> (p, s or None, scale or None) in NumPy,
+    as tensors: p copied into Torch's own memory (the caller returns it, and a tensor
+    over NumPy's memory cannot be resized or moved to shared memory), s (ColumnSlopes
+    too) and scale viewed. NumPy's floating-point warnings are off (log1p(-1) = -inf
+    off the support, underflows), as Torch's operations give none."""
+    torch = _xs.native(z)
+
+    def tensor(v: np.ndarray | ColumnSlopes | None) -> Array | ColumnSlopes | None:
+        if isinstance(v, ColumnSlopes):
+            return ColumnSlopes(*(tensor(part) for part in v))
+        return None if v is None else torch.from_numpy(np.asarray(v))
+
+    with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
+        p, s, scale = compute(_view(z), _view(top))
+    return torch.from_numpy(p).clone(), tensor(s), tensor(scale)
+
+
 def entmax_map(
     z: Array,
     alpha: float | Array,
@@ -1490,46 +1519,18 @@ def entmax_map(
     limit = T.SORT_ELEMENTS.get(alpha) if is_torch_array(z) else T.NUMPY_SORT_ELEMENTS
     sort = closed and (off_cpu or elements <= limit)
     if sort and not _xs._torch_compiling(z):  # (under torch.compile: a graph break)
-        rows = elements // max(z.shape[-1], 1)
-        small = elements <= T.NUMPY_VIEW_ELEMENTS and rows <= T.NUMPY_VIEW_ROWS
-        if is_torch_array(z) and small and _numpy_viewable(z):
-            # small CPU calls: the same map on NumPy views (an operation on a few hundred
-            # values costs NumPy about 1 us, Torch 3 to 5); p, which the caller returns,
-            # copied into Torch's own memory (a tensor over NumPy's cannot be resized or
-            # moved to shared memory)
-            p, s, scale = _sorted_map(_view(z), alpha, slopes, _view(top))
-            torch = _xs.native(z)
-            kept = (None if v is None else torch.from_numpy(v) for v in (s, scale))
-            return (torch.from_numpy(p).clone(), *kept)
+        if _viewable_small(z, T.NUMPY_VIEW_ELEMENTS):
+            return _on_views(z, top, lambda v, top: _sorted_map(v, alpha, slopes, top))
         return _sorted_map(z, alpha, slopes, top)
-    rows = elements // max(z.shape[-1], 1)
-    if (
-        isinstance(alpha, float)
-        and on_host
-        and is_torch_array(z)
-        and elements <= T.NUMPY_NEWTON_ELEMENTS
-        and rows <= T.NUMPY_VIEW_ROWS
-        and _numpy_viewable(z)
-    ):
-        # small CPU calls at a Python-float alpha: the loop on NumPy views, as the sorted
-        # maps above (measured in tuning); p copied into Torch's own memory, and NumPy's
-        # floating-point warnings off (log1p(-1) = -inf off the support, underflows)
-        torch = _xs.native(z)
-        view_top = None if top is None else _view(top)
-        unit = "unit" if slopes else False
-        with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
-            found = entmax_newton(_view(z), alpha, steps, on_host, slopes=unit, top=view_top)
+
+    def newton(v: Array, top: Array | None, loop: Callable | None = None) -> tuple:
         if not slopes:
-            return torch.from_numpy(found).clone(), None, None
-        p, s, scale = found
-        if isinstance(s, ColumnSlopes):
-            s = ColumnSlopes(*(torch.from_numpy(v) for v in s))
-        else:
-            s = torch.from_numpy(s)
-        return torch.from_numpy(p).clone(), s, torch.from_numpy(np.asarray(scale))
-    if not slopes:
-        return entmax_newton(z, alpha, steps, on_host, top=top, loop=loop), None, None
-    return entmax_newton(z, alpha, steps, on_host, slopes="unit", top=top, loop=loop)
+            return entmax_newton(v, alpha, steps, on_host, top=top, loop=loop), None, None
+        return entmax_newton(v, alpha, steps, on_host, slopes="unit", top=top, loop=loop)
+
+    if isinstance(alpha, float) and on_host and _viewable_small(z, T.NUMPY_NEWTON_ELEMENTS):
+        return _on_views(z, top, newton)
+    return newton(z, top, loop)
 
 
 def entmax_alpha_gradient(
