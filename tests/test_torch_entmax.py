@@ -522,6 +522,120 @@ def test_rows_finished_apart_change_nothing(monkeypatch):
         assert taken, alpha  # rows went apart
 
 
+def _narrowings(monkeypatch) -> list:
+    """Records each _narrowed call's result: the narrow rows' width, or None (refused)."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    # (the start from each row's largest entries, which the test run forces on, takes
+    # alpha from tuning.PREFIX_ALPHA: off, as where the partition does not pay)
+    monkeypatch.setattr(tuning, "PARTITION_PAYS", False)
+    widths = []
+    original = core._narrowed
+
+    def recorded(*args):
+        found = original(*args)
+        widths.append(None if found is None else found[0].shape[-1])
+        return found
+
+    monkeypatch.setattr(core, "_narrowed", recorded)
+    return widths
+
+
+@pytest.mark.parametrize("alpha", [1.1, 1.3, 1.7, 1.9])
+def test_narrowed_rows_change_nothing(alpha, monkeypatch):
+    """After its first step the eager loop goes on over the entries that can still be in
+    the support (core._narrowed): p, s / sum(s) and sum(s) agree with the loop over the
+    whole rows (tuning.NARROW_MIN_LENGTH raised past the rows) within 1e-14 / 1e-13 /
+    1e-13 relative in float64, on N(0, 10^2) rows of 1000 (kept: 41 at alpha = 1.1, 3 at
+    1.9) and on those with -inf entries, tied maxima, near-equal top entries and a 1e3
+    spread, as tensors and as NumPy arrays; float32 p within 1e-6 of float64 (the
+    issue's bound); the rows were narrowed (to at most tuning.NARROW_SHARE of them)."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    widths = _narrowings(monkeypatch)
+    gen = torch.Generator().manual_seed(21)
+    scores = 10 * torch.randn(128, 1000, generator=gen, dtype=F64)
+    hard = scores.clone()  # -inf entries, tied maxima, 20 near-equal top entries, 1e3 spread
+    hard[:16, ::3] = float("-inf")
+    hard[16:32, :5] = hard[16:32].amax(-1, keepdim=True)
+    hard[32:48, :20] = 60 + 1e-9 * torch.arange(20, dtype=F64)
+    hard[48:64] *= 100
+    for z in (scores, hard):
+        for kind in (lambda t: t, lambda t: t.numpy()):
+            widths.clear()
+            p, s, scale = core.entmax_map(kind(z), alpha)
+            assert widths and widths[0] is not None
+            assert widths[0] <= tuning.NARROW_SHARE * z.shape[-1]
+            monkeypatch.setattr(tuning, "NARROW_MIN_LENGTH", 10**9)
+            p0, s0, scale0 = core.entmax_map(kind(z), alpha)
+            monkeypatch.setattr(tuning, "NARROW_MIN_LENGTH", 128)
+            p, s, scale, p0, s0, scale0 = (
+                torch.as_tensor(v) for v in (p, s, scale, p0, s0, scale0)
+            )
+            assert (p - p0).abs().max() <= 1e-14, alpha
+            assert (s - s0).abs().max() <= 1e-13, alpha
+            assert ((scale - scale0) / scale0).abs().max() <= 1e-13, alpha
+            assert bool((p[p0 == 0] == 0).all())  # exact zeros off the support
+        widths.clear()
+        p32 = entmax(z.float(), alpha).double()
+        assert widths[0] is not None
+        assert (p32 - entmax(z.float().double(), alpha)).abs().max() <= 1e-6, alpha
+
+
+def test_narrowed_rows_gradients(monkeypatch):
+    """The backward from the narrowed loop's p and s / sum(s) (a Python-float alpha =
+    1.3): the gradient with respect to z agrees with the loop over the whole rows within
+    1e-13 (float64)."""
+    from tsallis.core import tuning
+
+    widths = _narrowings(monkeypatch)
+    z = 10 * torch.randn(128, 1000, generator=torch.Generator().manual_seed(22), dtype=F64)
+    w = torch.randn(128, 1000, generator=torch.Generator().manual_seed(23), dtype=F64)
+    grads = []
+    for length in (128, 10**9):
+        monkeypatch.setattr(tuning, "NARROW_MIN_LENGTH", length)
+        x = z.clone().requires_grad_(True)
+        (entmax(x, 1.3) * w).sum().backward()
+        grads.append(x.grad)
+    assert widths and widths[0] is not None
+    assert (grads[0] - grads[1]).abs().max() <= 1e-13
+
+
+def test_narrowed_rows_that_fall_are_solved_again(monkeypatch):
+    """Rows whose step after the narrowing falls below the shift it was made at (here
+    forced: the first Newton step taken three times as long, past the shift) are solved
+    again over the whole row: p stays within 1e-14 of the loop over the whole rows (in
+    float64), and those rows did go through the whole-row call."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    widths = _narrowings(monkeypatch)
+    z = 10 * torch.randn(128, 1000, generator=torch.Generator().manual_seed(24), dtype=F64)
+    monkeypatch.setattr(tuning, "NARROW_MIN_LENGTH", 10**9)
+    p0 = core.entmax_newton(z, 1.3)
+    monkeypatch.setattr(tuning, "NARROW_MIN_LENGTH", 128)
+    step, calls = core._deformed_step, []
+
+    def overshooting(*args):  # the first step only
+        calls.append(1)
+        return step(*args) * (3.0 if len(calls) == 1 else 1.0)
+
+    again, newton = [], core.entmax_newton
+
+    def recorded(z, alpha, *args, **kwargs):
+        again.append(z.shape)
+        return newton(z, alpha, *args, **kwargs)
+
+    monkeypatch.setattr(core, "_deformed_step", overshooting)
+    monkeypatch.setattr(core, "entmax_newton", recorded)
+    p = core.entmax_newton(z, 1.3)
+    assert widths and widths[0] is not None
+    assert any(shape[-1] == 1000 and shape[0] < 128 for shape in again[1:])  # rows again
+    assert (p - p0).abs().max() <= 1e-14
+
+
 @pytest.mark.parametrize("alpha", [0.7, 1.0, 1.01, 1.3, 1.5, 1.99, 2.0, 2.5, 4.0])
 def test_float32_within_1e6_of_float64(alpha):
     """float32 probabilities within 1e-6 absolute of the float64 op on the same (float32)

@@ -980,6 +980,109 @@ def _power(total: Array, exponent: float | Array) -> Array:
 _UPPER_SHIFTS: dict[tuple[int, float], float] = {}
 
 
+class _Narrowed(NamedTuple):
+    """The entries the eager loop keeps after its first step (_narrowed): ``z`` the
+    full rows, ``top`` their maxima, ``places`` the kept entries' flat places in z (in
+    C order), ``slots`` theirs in the narrow (R, width) arrays, ``shift`` the c they were
+    chosen at less the margin, and ``start`` the loop's first shift and bracket (per
+    row), from which rows that fail the check are solved again over the whole row."""
+
+    z: Array
+    top: Array
+    places: np.ndarray
+    slots: np.ndarray
+    shift: np.ndarray
+    start: tuple[Array, Array, Array]
+
+
+def _narrowing_applies(z: Array, alpha: float | Array, work: _Buffers, steps: int) -> bool:
+    """Whether the eager loop narrows its rows after the first step (_narrowed): a
+    Python-float alpha in (1, 2) other than 3/2 on the host (NumPy, or a CPU tensor
+    outside torch.compile), whose state moves in place ("base" or "offset"), 2-D z of
+    rows of at least tuning.NARROW_MIN_LENGTH entries and at least
+    tuning.COMPACT_ELEMENTS values, and a step to take after the first."""
+    if not (isinstance(alpha, float) and 1.0 < alpha < 2.0 and steps > 1):
+        return False
+    if not (work.incremental and work.form in ("base", "offset") and z.ndim == 2):
+        return False
+    size = z.shape[-1]
+    return size >= T.NARROW_MIN_LENGTH and z.shape[0] * size >= T.COMPACT_ELEMENTS
+
+
+def _narrowed(
+    z: Array,
+    top: Array,
+    work: _Buffers,
+    c: np.ndarray,
+    new: np.ndarray,
+    alpha: float,
+    start: tuple[Array, Array, Array],
+) -> tuple[Array, _Narrowed] | None:
+    """The entries of each row that can be in the support from the shift ``new`` on (the
+    loop's next c, a lower bound of the row's shift), packed to the left of a (R, width)
+    array of z's kind padded with -inf (width the most any row keeps), and how to put
+    them back (_Narrowed); None where no row falls below tuning.NARROW_SHARE of its
+    entries kept, or some row's c fell (then the state at ``c``, y clamped there, does
+    not tell which entries come back). ``start``: the loop's first c and bracket.
+
+    The state y at ``c`` (work.x) is unclamped at c' = new - margin where y - (alpha -
+    1)(c' - c) is above the clamp's level (0 for "base", -1 for "offset"); entries
+    clamped at c' stay clamped (p = 0) at every larger shift, so on the rows whose shift
+    is at least c' the loop over the kept entries gives the same map. The margin is
+    2^-12 max(|new|, 1): Newton's iterates rise from the left, and the loop's first step
+    on the narrow rows checks that none will fall that far (entmax_newton).
+    """
+    if bool((new < c).any()):
+        return None
+    margin = np.maximum(np.abs(new), 1.0) * 2.0**-12
+    level = -1.0 if work.form == "offset" else 0.0
+    # kept: y above both the level at c' and the floor (clamped at c already); y less
+    # that bound in place (the loop forms the narrow rows' state anew), then against 0
+    bound = np.maximum(level + (alpha - 1) * (new - margin - c), work.floor)
+    rows, size = z.shape
+    # first on at most 64 rows spread over the batch: a refusal costs little there (a
+    # refusal after the whole flatnonzero cost 0.8 ms at float32 (1024, 1000))
+    sample = slice(None, None, max(rows // 64, 1))
+    state = _view(work.x) if is_torch_array(work.x) else work.x
+    kept = np.count_nonzero(state[sample] > bound[sample].astype(state.dtype), axis=-1)
+    if kept.max() > T.NARROW_SHARE * size:
+        return None
+    y = _xs.native(work.x).subtract(work.x, work.to_work(bound), out=work.x)
+    places = np.flatnonzero((_view(y) if is_torch_array(y) else y) > 0)
+    starts = np.searchsorted(places, np.arange(rows) * size)
+    counts = np.diff(starts, append=places.size)
+    width = int(counts.max())
+    if width > T.NARROW_SHARE * size:
+        work.at = None  # (y was changed: the next move forms it from z)
+        return None
+    # each kept entry's place in the narrow rows: its row's start there, less its own
+    # in places, plus its index in places
+    slots = np.repeat(np.arange(rows) * width - starts, counts)
+    slots += np.arange(places.size)
+    values = _view(z) if is_torch_array(z) else z
+    narrow = np.full((rows, width), -np.inf, dtype=values.dtype)
+    narrow.reshape(-1)[slots] = np.ascontiguousarray(values).reshape(-1).take(places)
+    if is_torch_array(z):
+        narrow = _xs.native(z).from_numpy(narrow)
+    return narrow, _Narrowed(z, top, places, slots, new - margin, start)
+
+
+def _widened(narrow: Array, narrowed: _Narrowed) -> Array:
+    """Zeros of the full rows' shape with the narrow rows' kept entries in their places
+    (z's kind; a tensor in Torch's own memory)."""
+    z = narrowed.z
+    if is_torch_array(z):
+        full = _xs.native(z).zeros(z.shape, dtype=narrow.dtype)
+        target, source = full.numpy(), _view(narrow)
+    else:
+        full = target = np.zeros(z.shape, dtype=narrow.dtype)
+        source = narrow
+    target.reshape(-1)[narrowed.places] = (
+        np.ascontiguousarray(source).reshape(-1).take(narrowed.slots)
+    )
+    return full
+
+
 def entmax_newton(
     z: Array,
     alpha: float | Array,
@@ -1027,8 +1130,12 @@ def entmax_newton(
     In eager mode on the CPU at a Python-float alpha <= 2 on large calls (tuning.COMPACT_ELEMENTS),
     once at most a fraction tuning.STRAGGLERS of the rows is left, those rows are copied
     out and finished by a call of their own, which ``start`` (c and its bracket, per
-    row) resumes. ``threshold``: return the shift c (per row, relative to the row
-    maximum, in the loop's namespace: NumPy for a CPU tensor) instead of p;
+    row) resumes. There too, at a Python-float alpha in (1, 2) whose state moves in place,
+    after the first step the loop goes on over the entries that can still be in the
+    support where no row keeps more than tuning.NARROW_SHARE of its entries (_narrowed),
+    and p and s are put back into zeros. ``threshold``: return the shift c (per row,
+    relative to the row maximum, in the loop's namespace: NumPy for a CPU tensor)
+    instead of p;
     ``threshold="state"`` (2-D z): (c, the loop's _Buffers), whose state a caller's
     evaluation at c moves on from in place (_prefix_map: no fresh buffers, and y not
     formed anew from z; float32 (1024, 1000) at alpha = 1.3, forward + backward, one
@@ -1237,6 +1344,7 @@ def entmax_newton(
 
     limit = 64 if steps is None else steps
     separate = None  # (rows, their (p, s)) when the last rows were finished apart
+    narrowed, fallen = None, None  # (_narrowed) the rows' kept entries, rows to solve again
     on_device = False  # the last evaluation's sums left on z's device (foresee)
     if loop is not None and not on_host:
         # torch.compile: the Halley steps unrolled, then a while loop on the device that
@@ -1262,11 +1370,18 @@ def entmax_newton(
     else:
         apart = _compactable(z, alpha, on_host)
         work.final = held is not None and bool(held.all())  # (then one evaluation)
+        # after the first step, the entries that can still be in the support (_narrowed)
+        narrow = not threshold and start is None and _narrowing_applies(z, alpha, work, limit)
+        first = (c, lo, hi)
         for index in range(limit):
             bend = halley and (index < T.HALLEY_STEPS or foresee)
             new, lo, hi, done, total = advance(c, lo, hi, work, bend)
             if held is not None:  # (_prefix_start) those rows are at their shift
                 done, new, held = done | held, xp.where(held, c, new), None
+            if narrowed is not None and index == 1:
+                # rows whose next step falls below the narrowing's shift (a rounding
+                # overshoot of the first step): solved again over the whole row below
+                fallen = new < narrowed.shift
             if on_host and bool(xp.all(done)):
                 at_c = True
                 break
@@ -1286,6 +1401,11 @@ def entmax_newton(
                     separate = rows, finished
                     at_c = True
                     break
+            if narrow and index == 0:
+                found = _narrowed(z, top, work, c, new, alpha, first)
+                if found is not None:  # the loop goes on over the kept entries alone
+                    z, narrowed = found
+                    work = _Buffers(z, top, alpha_work, True, to_work, form)
             c = new
     if threshold:  # (alpha <= 2: the eager loop's last c, or its last step below sqrt(eps))
         c = new
@@ -1314,6 +1434,17 @@ def entmax_newton(
             _put_rows(s, rows, parts[1])
         if scale is not None:
             _put_rows(scale, rows, parts[2])
+    if narrowed is not None:  # back to the whole rows
+        p = _widened(p, narrowed)
+        s = None if s is None else _widened(s, narrowed)
+        if fallen is not None and bool(fallen.any()):
+            rows = _flat_index(fallen)
+            state = tuple(_take_rows(v, rows) for v in narrowed.start)
+            z_rows, top_rows = _take_rows(narrowed.z, rows), _take_rows(narrowed.top, rows)
+            part = entmax_newton(z_rows, alpha, limit, on_host, slopes, top_rows, loop, state)
+            part = part if isinstance(part, tuple) else (part,)
+            for target, values in zip((p, s, scale), part, strict=False):
+                _put_rows(target, rows, values)
     if above is not None and above is not False:  # one alpha per row, some above 2
         fine = _refined_above_two(
             z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
