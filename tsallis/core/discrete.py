@@ -983,9 +983,10 @@ _UPPER_SHIFTS: dict[tuple[int, float], float] = {}
 class _Narrowed(NamedTuple):
     """The entries the eager loop keeps after its first step (_narrowed): ``z`` the
     full rows, ``top`` their maxima, ``places`` the kept entries' flat places in z (in
-    C order), ``slots`` theirs in the narrow (R, width) arrays, ``shift`` the c they were
-    chosen at less the margin, and ``start`` the loop's first shift and bracket (per
-    row), from which rows that fail the check are solved again over the whole row."""
+    C order), ``slots`` theirs in the narrow (R, width) arrays, ``shift`` the c (per
+    row) at which every other entry is clamped, and ``start`` the loop's first shift
+    and bracket (per row), from which rows that fail the check are solved again over the
+    whole row."""
 
     z: Array
     top: Array
@@ -1021,16 +1022,17 @@ def _narrowed(
     """The entries of each row that can be in the support from the shift ``new`` on (the
     loop's next c, a lower bound of the row's shift), packed to the left of a (R, width)
     array of z's kind padded with -inf (width the most any row keeps), and how to put
-    them back (_Narrowed); None where no row falls below tuning.NARROW_SHARE of its
-    entries kept, or some row's c fell (then the state at ``c``, y clamped there, does
+    them back (_Narrowed); None where some row keeps more than tuning.NARROW_SHARE of
+    its entries, or some row's c fell (then the state at ``c``, y clamped there, does
     not tell which entries come back). ``start``: the loop's first c and bracket.
 
-    The state y at ``c`` (work.x) is unclamped at c' = new - margin where y - (alpha -
-    1)(c' - c) is above the clamp's level (0 for "base", -1 for "offset"); entries
-    clamped at c' stay clamped (p = 0) at every larger shift, so on the rows whose shift
-    is at least c' the loop over the kept entries gives the same map. The margin is
-    2^-12 max(|new|, 1): Newton's iterates rise from the left, and the loop's first step
-    on the narrow rows checks that none will fall that far (entmax_newton).
+    Kept are the entries unclamped at c' = max(new - margin, c): those where y - (alpha
+    - 1)(c' - c) (y, the state at ``c``, in work.x) is above the clamp's level (0 for
+    "base", -1 for "offset") and y above its floor. Entries clamped at c' stay clamped
+    (p = 0) at every larger shift, so on the rows whose shift is at least c' the loop
+    over the kept entries gives the same map. The margin is 2^-12 max(|new|, 1):
+    Newton's iterates rise from the left, and the loop's first step on the narrow rows
+    checks that none falls below c' (entmax_newton).
     """
     if bool((new < c).any()):
         return None
@@ -1064,7 +1066,7 @@ def _narrowed(
     narrow.reshape(-1)[slots] = np.ascontiguousarray(values).reshape(-1).take(places)
     if is_torch_array(z):
         narrow = _xs.native(z).from_numpy(narrow)
-    return narrow, _Narrowed(z, top, places, slots, new - margin, start)
+    return narrow, _Narrowed(z, top, places, slots, np.maximum(new - margin, c), start)
 
 
 def _widened(narrow: Array, narrowed: _Narrowed) -> Array:
