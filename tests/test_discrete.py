@@ -453,6 +453,43 @@ def test_floored_exp2_on_numpy():
         assert plain[-1] == 0 and plain[-2] == 0  # (without the floor: underflow to 0)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_at_least_into_matches_maximum(dtype):
+    """arrays.at_least_into equals np.maximum(x, value) bit for bit: on arrays of many
+    blocks and a tail (NumPy's fast path, block by block), small ones, in place,
+    non-contiguous views (one call), with NaN (kept), -inf and values at the floor; a
+    tensor gets torch.clamp's."""
+    from tsallis.core import arrays
+
+    rng = np.random.default_rng(3)
+    size = 3 * arrays._AT_LEAST_BLOCK + 17
+    for value in (0.0, float(np.finfo(dtype).tiny), -1.0, -126.0):
+        x = rng.standard_normal(size).astype(dtype) * 200
+        x[::97] = np.nan
+        x[5::101] = -np.inf
+        x[7::103] = value
+        expected = np.maximum(x, dtype(value))
+        for shape in ((size,), (size // 7, 7) if size % 7 == 0 else (1, size)):
+            got = arrays.at_least_into(x.reshape(shape), value, np.empty(shape, dtype))
+            np.testing.assert_array_equal(got.reshape(-1), expected)
+        inplace = x.copy()
+        assert arrays.at_least_into(inplace, value, out=inplace) is inplace
+        np.testing.assert_array_equal(inplace, expected)
+        strided = x[::2]
+        np.testing.assert_array_equal(
+            arrays.at_least_into(strided, value, np.empty_like(strided)), expected[::2]
+        )
+        small = x[:10]
+        np.testing.assert_array_equal(
+            arrays.at_least_into(small, value, np.empty_like(small)), expected[:10]
+        )
+        import torch
+
+        tensor = torch.from_numpy(x.copy())
+        got = arrays.at_least_into(tensor, value, out=tensor)
+        np.testing.assert_array_equal(got.numpy(), expected)
+
+
 @pytest.mark.parametrize("alpha", [1.25, 1.3, 1.7, 1.9])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_entmax_is_exactly_zero_off_the_support(alpha, dtype):

@@ -29,6 +29,7 @@ from tsallis.core.tuning import FLOAT32_EDGE_FLUSH, SMALL_SOLVE, STIRLING_MIN
 
 __all__ = [
     "arrays",
+    "at_least_into",
     "constant",
     "constant_tables",
     "edge_exp",
@@ -555,6 +556,43 @@ def exp_flushed(arg: Array, out: Array) -> Array:
 EXP2_LEAST = {"float32": -126.0, "float64": -1000.0}
 
 
+# at_least_into's blocks: NumPy's maximum of an array and a scalar took 0.38-0.48 ms on a
+# million float32 values (NumPy 2.4, AMD EPYC; np.clip and np.fmax the same) against
+# 0.09-0.18 for two arrays; blocks of this many values against a constant block
+_AT_LEAST_BLOCK = 1 << 14
+
+
+@functools.lru_cache(maxsize=16)
+def _constant_block(value: float, dtype: np.dtype) -> np.ndarray:
+    block = np.full(_AT_LEAST_BLOCK, value, dtype=dtype)
+    block.flags.writeable = False
+    return block
+
+
+def at_least_into(x: Array, value: float, out: Array) -> Array:
+    """max(x, value) into ``out`` (may be x). A C-order NumPy array of at least two
+    blocks goes block by block against a constant block, NumPy's fast path (see
+    _AT_LEAST_BLOCK: float32 (1024, 1000) 0.18-0.21 ms against 0.38-0.48); NaN stays
+    NaN, as in np.maximum.
+
+    Examples:
+        >>> import numpy as np
+        >>> at_least_into(np.array([-1.0, 2.0]), 0.5, np.empty(2))
+        array([0.5, 2. ])
+    """
+    if is_torch_array(x):
+        return sys.modules["torch"].clamp(x, min=value, out=out)
+    size = x.size
+    if size < 2 * _AT_LEAST_BLOCK or not (x.flags.c_contiguous and out.flags.c_contiguous):
+        return np.maximum(x, x.dtype.type(value), out=out)
+    block = _constant_block(float(value), x.dtype)
+    source, target = x.reshape(-1), out.reshape(-1)
+    for start in range(0, size, _AT_LEAST_BLOCK):
+        stop = min(start + _AT_LEAST_BLOCK, size)
+        np.maximum(source[start:stop], block[: stop - start], out=target[start:stop])
+    return out
+
+
 def exp2_into(arg: Array, out: Array, flush: bool, floored: bool = False) -> Array:
     """2**arg into ``out`` (may be arg itself); with ``flush`` (Torch), 0 where it is below
     e^-EXP_FLUSH, as in exp_flushed (NumPy needs no flush and gets none).
@@ -577,7 +615,7 @@ def exp2_into(arg: Array, out: Array, flush: bool, floored: bool = False) -> Arr
         return torch.threshold_(out.exp2_(), math.exp(-limit) * 1.5, 0.0)
     if floored and arg.dtype in (np.float32, np.float64):
         least = constant("EXP2_LEAST")[arg.dtype.name]
-        return np.exp2(np.maximum(arg, arg.dtype.type(least), out=out), out=out)
+        return np.exp2(at_least_into(arg, least, out=out), out=out)
     with np.errstate(under="ignore"):
         return np.exp2(arg, out=out)
 

@@ -340,7 +340,7 @@ class _Buffers:
                 shifted = lib.subtract(z, top, out=self.origin)
                 lib.add(self.lead, shifted, alpha=self.scale, out=self.origin)
             elif not self.incremental:  # y at c = 0, from which every step forms y at c
-                lib.clip(self._unclamped(self.origin), self.floor, None, out=self.origin)
+                _xs.at_least_into(self._unclamped(self.origin), self.floor, out=self.origin)
             self.at = None  # the c of y in x (incremental): none yet, the first move forms it
         self.p_in_s = False  # whether _mass left p in s (then s is formed from it)
         self.final = False  # the next evaluation is known to be the last: p apart from s
@@ -375,19 +375,19 @@ class _Buffers:
         lib, y = _xs.native(self.x), self.x
         if not self.incremental:
             lib.subtract(self.origin, self.to_work(self.scale * c), out=y)
-            lib.clip(y, self.floor, None, out=y)
+            _xs.at_least_into(y, self.floor, out=y)
             return
         if self.at is not None:
             step = c - self.at
             if step.min() >= 0:  # (a NumPy array: one reduction, no temporary mask)
                 if step.max() > 0:
                     lib.subtract(y, self.to_work(self.scale * step), out=y)
-                    lib.clip(y, self.floor, None, out=y)
+                    _xs.at_least_into(y, self.floor, out=y)
                 self.at = c
                 return
         # the first step, or a row's c fell (a rounding overshoot, or bisection): y from z
         self.at = c
-        lib.clip(self._unclamped(y, c), self.floor, None, out=y)
+        _xs.at_least_into(self._unclamped(y, c), self.floor, out=y)
 
     def normalized(
         self, alpha: float | Array, total: Array, slopes: bool | str, slope_total: Array
