@@ -469,7 +469,7 @@ def test_at_least_into_matches_maximum(dtype):
         x[5::101] = -np.inf
         x[7::103] = value
         expected = np.maximum(x, dtype(value))
-        for shape in ((size,), (size // 7, 7) if size % 7 == 0 else (1, size)):
+        for shape in ((size,), (1, size)):
             got = arrays.at_least_into(x.reshape(shape), value, np.empty(shape, dtype))
             np.testing.assert_array_equal(got.reshape(-1), expected)
         inplace = x.copy()

@@ -83,8 +83,8 @@ def _numpy_viewable(z: Array) -> bool:
 
 
 def _view(z: Array | None) -> Array | None:
-    """A CPU tensor's NumPy view (None stays None)."""
-    return None if z is None else z.detach().numpy()
+    """A CPU tensor's NumPy view (a NumPy array and None stay as they are)."""
+    return z.detach().numpy() if is_torch_array(z) else z
 
 
 def _decreasing(z: Array) -> Array:
@@ -1016,7 +1016,6 @@ def _narrowed(
     work: _Buffers,
     c: np.ndarray,
     new: np.ndarray,
-    alpha: float,
     start: tuple[Array, Array, Array],
 ) -> tuple[Array, _Narrowed] | None:
     """The entries of each row that can be in the support from the shift ``new`` on (the
@@ -1027,12 +1026,12 @@ def _narrowed(
     not tell which entries come back). ``start``: the loop's first c and bracket.
 
     Kept are the entries unclamped at c' = max(new - margin, c): those where y - (alpha
-    - 1)(c' - c) (y, the state at ``c``, in work.x) is above the clamp's level (0 for
-    "base", -1 for "offset") and y above its floor. Entries clamped at c' stay clamped
-    (p = 0) at every larger shift, so on the rows whose shift is at least c' the loop
-    over the kept entries gives the same map. The margin is 2^-12 max(|new|, 1):
-    Newton's iterates rise from the left, and the loop's first step on the narrow rows
-    checks that none falls below c' (entmax_newton).
+    - 1)(c' - c) (y, the state at ``c``, in work.x; alpha - 1 is work.scale) is above
+    the clamp's level (0 for "base", -1 for "offset") and y above its floor. Entries
+    clamped at c' stay clamped (p = 0) at every larger shift, so on the rows whose shift
+    is at least c' the loop over the kept entries gives the same map. The margin is
+    2^-12 max(|new|, 1): Newton's iterates rise from the left, and the loop's first step
+    on the narrow rows checks that none falls below c' (entmax_newton).
     """
     if bool((new < c).any()):
         return None
@@ -1040,17 +1039,17 @@ def _narrowed(
     level = -1.0 if work.form == "offset" else 0.0
     # kept: y above both the level at c' and the floor (clamped at c already); y less
     # that bound in place (the loop forms the narrow rows' state anew), then against 0
-    bound = np.maximum(level + (alpha - 1) * (new - margin - c), work.floor)
+    bound = np.maximum(level + work.scale * (new - margin - c), work.floor)
     rows, size = z.shape
     # first on at most 64 rows spread over the batch: a refusal costs little there (a
     # refusal after the whole flatnonzero cost 0.8 ms at float32 (1024, 1000))
     sample = slice(None, None, max(rows // 64, 1))
-    state = _view(work.x) if is_torch_array(work.x) else work.x
+    state = _view(work.x)
     kept = np.count_nonzero(state[sample] > bound[sample].astype(state.dtype), axis=-1)
     if kept.max() > T.NARROW_SHARE * size:
         return None
     y = _xs.native(work.x).subtract(work.x, work.to_work(bound), out=work.x)
-    places = np.flatnonzero((_view(y) if is_torch_array(y) else y) > 0)
+    places = np.flatnonzero(_view(y) > 0)
     starts = np.searchsorted(places, np.arange(rows) * size)
     counts = np.diff(starts, append=places.size)
     width = int(counts.max())
@@ -1061,7 +1060,7 @@ def _narrowed(
     # in places, plus its index in places
     slots = np.repeat(np.arange(rows) * width - starts, counts)
     slots += np.arange(places.size)
-    values = _view(z) if is_torch_array(z) else z
+    values = _view(z)
     narrow = np.full((rows, width), -np.inf, dtype=values.dtype)
     narrow.reshape(-1)[slots] = np.ascontiguousarray(values).reshape(-1).take(places)
     if is_torch_array(z):
@@ -1073,14 +1072,9 @@ def _widened(narrow: Array, narrowed: _Narrowed) -> Array:
     """Zeros of the full rows' shape with the narrow rows' kept entries in their places
     (z's kind; a tensor in Torch's own memory)."""
     z = narrowed.z
-    if is_torch_array(z):
-        full = _xs.native(z).zeros(z.shape, dtype=narrow.dtype)
-        target, source = full.numpy(), _view(narrow)
-    else:
-        full = target = np.zeros(z.shape, dtype=narrow.dtype)
-        source = narrow
-    target.reshape(-1)[narrowed.places] = (
-        np.ascontiguousarray(source).reshape(-1).take(narrowed.slots)
+    full = _xs.native(z).zeros(z.shape, dtype=narrow.dtype)
+    _view(full).reshape(-1)[narrowed.places] = (
+        np.ascontiguousarray(_view(narrow)).reshape(-1).take(narrowed.slots)
     )
     return full
 
@@ -1404,7 +1398,7 @@ def entmax_newton(
                     at_c = True
                     break
             if narrow and index == 0:
-                found = _narrowed(z, top, work, c, new, alpha, first)
+                found = _narrowed(z, top, work, c, new, first)
                 if found is not None:  # the loop goes on over the kept entries alone
                     z, narrowed = found
                     work = _Buffers(z, top, alpha_work, True, to_work, form)
