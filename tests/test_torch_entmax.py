@@ -668,6 +668,165 @@ def test_narrowed_rows_that_fall_are_solved_again(monkeypatch):
     assert (p - p0).abs().max() <= 1e-14
 
 
+def _finishes(monkeypatch) -> dict:
+    """Records the eager loop's first-order finishes (core._Buffers.finished: the largest
+    step each took) and its Halley steps formed after a refused narrowing
+    (core._Buffers.bent_total), with the prefix start off."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    monkeypatch.setattr(tuning, "PARTITION_PAYS", False)
+    seen = {"finished": [], "bent": 0}
+    finished, bent_total = core._Buffers.finished, core._Buffers.bent_total
+
+    def recorded_finish(self, delta, alpha):
+        seen["finished"].append(float(np.abs(delta).max()))
+        return finished(self, delta, alpha)
+
+    def recorded_bent(self):
+        seen["bent"] += 1
+        return bent_total(self)
+
+    monkeypatch.setattr(core._Buffers, "finished", recorded_finish)
+    monkeypatch.setattr(core._Buffers, "bent_total", recorded_bent)
+    return seen
+
+
+def _finish_rows(dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """N(0, 1) rows of 1000 (too many entries kept to narrow them) and the same with -inf
+    entries, tied maxima, 20 near-equal top entries and a 1e3 spread."""
+    scores = torch.randn(128, 1000, generator=torch.Generator().manual_seed(31), dtype=dtype)
+    hard = scores.clone()
+    hard[:16, ::3] = float("-inf")
+    hard[16:32, :5] = hard[16:32].amax(-1, keepdim=True)
+    hard[32:48, :20] = 6 + 1e-9 * torch.arange(20, dtype=dtype)
+    hard[48:64] *= 1000
+    return scores, hard
+
+
+@pytest.mark.parametrize("alpha", [1.25, 1.3, 4 / 3])
+def test_finish_changes_nothing(alpha, monkeypatch):
+    """On a CPU tensor's "base" state up to 4/3 the eager loop takes Halley's step at
+    every evaluation and ends on a first-order finish (core._Buffers.finished) instead of
+    its last evaluation. Against the loop without them (core._FINISH_ALPHA below alpha),
+    in float64: p within 1e-14, s / sum(s) within 1e-13 and sum(s) within 1e-13
+    relative, p = 0 exactly where s = 0; float32 p within 1e-6 of float64 (the issue's
+    bound). The finish ran in both dtypes, on steps within core._finish_bound, and the
+    rows' refused narrowing left Halley's first step to core._Buffers.bent_total."""
+    from tsallis.core import discrete as core
+
+    seen = _finishes(monkeypatch)
+    for z in _finish_rows(F64):
+        seen["finished"].clear()
+        seen["bent"] = 0
+        p, s, scale = core.entmax_map(z, alpha)
+        assert seen["finished"] and seen["bent"] == 1
+        assert max(seen["finished"]) <= core._finish_bound(2.0**-52, alpha)
+        monkeypatch.setattr(core, "_FINISH_ALPHA", 1.0)
+        p0, s0, scale0 = core.entmax_map(z, alpha)
+        monkeypatch.setattr(core, "_FINISH_ALPHA", 4 / 3)
+        assert (p - p0).abs().max() <= 1e-14, alpha
+        assert (s - s0).abs().max() <= 1e-13, alpha
+        assert ((scale - scale0) / scale0).abs().max() <= 1e-13, alpha
+        assert bool(((p == 0) == (s == 0)).all())  # one support
+        assert (p.sum(-1) - 1).abs().max() <= 1e-13
+        seen["finished"].clear()
+        p32 = entmax(z.float(), alpha).double()
+        assert seen["finished"]
+        assert max(seen["finished"]) <= core._finish_bound(2.0**-23, alpha)
+        assert (p32 - entmax(z.float().double(), alpha)).abs().max() <= 1e-6, alpha
+        assert (p32.sum(-1) - 1).abs().max() <= 1e-6
+
+
+def test_finish_gradients(monkeypatch):
+    """The backward from the finished p and s / sum(s) (alpha = 1.3): the gradient with
+    respect to z agrees with the loop without the finish within 1e-13 (float64), and
+    float32's within 1e-6 of float64's."""
+    from tsallis.core import discrete as core
+
+    seen = _finishes(monkeypatch)
+    z, _ = _finish_rows(F64)
+    w = torch.randn(128, 1000, generator=torch.Generator().manual_seed(32), dtype=F64)
+    grads = []
+    for bound in (4 / 3, 1.0, 4 / 3):
+        monkeypatch.setattr(core, "_FINISH_ALPHA", bound)
+        x = z.clone().requires_grad_(True)
+        (entmax(x, 1.3) * w).sum().backward()
+        grads.append(x.grad)
+    assert seen["finished"]
+    assert (grads[0] - grads[1]).abs().max() <= 1e-13
+    x = z.float().requires_grad_(True)
+    (entmax(x, 1.3) * w.float()).sum().backward()
+    assert (x.grad.double() - grads[2]).abs().max() <= 1e-6
+
+
+def test_finish_refused_on_a_long_step(monkeypatch):
+    """Where the last step is longer than core._finish_bound (here forced: a bound of 0
+    but for rows already done), the loop evaluates at the predicted shift instead: p
+    within 1e-14 of the loop without Halley's steps (float64), and no finish ran."""
+    from tsallis.core import discrete as core
+
+    seen = _finishes(monkeypatch)
+    z, _ = _finish_rows(F64)
+    monkeypatch.setattr(core, "_FINISH_ALPHA", 1.0)
+    p0 = core.entmax_newton(z, 1.3)
+    monkeypatch.setattr(core, "_FINISH_ALPHA", 4 / 3)
+    monkeypatch.setattr(core, "_finish_bound", lambda eps, alpha: -1.0)
+    p = core.entmax_newton(z, 1.3)
+    assert not seen["finished"]
+    assert (p - p0).abs().max() <= 1e-14
+
+
+def test_finish_after_narrowing_is_newtons(monkeypatch):
+    """Rows narrowed after the first step (N(0, 10^2), alpha = 1.3) go on by Newton's
+    steps from the left: no Halley step was formed, no finish ran, and p is within 1e-14
+    of the loop without the finish (float64)."""
+    from tsallis.core import discrete as core
+
+    seen, widths = _finishes(monkeypatch), _narrowings(monkeypatch)
+    z = 10 * torch.randn(128, 1000, generator=torch.Generator().manual_seed(33), dtype=F64)
+    p = core.entmax_newton(z, 1.3)
+    assert widths and widths[0] is not None
+    assert not seen["finished"] and seen["bent"] == 0
+    monkeypatch.setattr(core, "_FINISH_ALPHA", 1.0)
+    assert (p - core.entmax_newton(z, 1.3)).abs().max() <= 1e-14
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    alpha=st.floats(1.25, 4 / 3),
+    exponent=st.floats(-1.0, 3.0),
+    seed=st.integers(0, 2**31 - 1),
+    dropped=st.sampled_from([0.0, 0.3, 0.9]),
+)
+def test_finish_matches_whole_loop_fuzzed(alpha, exponent, seed, dropped):
+    """Fuzzed: (64, 512) rows at any alpha in [1.25, 4/3], spreads from 0.1 to 1e3, a
+    share of -inf entries (each row keeps a finite maximum): float64 p from the loop as it
+    runs (Halley's steps and the finish, or narrowed) within 1e-14 of the loop without
+    them, summing to 1 within 1e-13; float32 within 1e-6 of float64 on the same numbers."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    spread = 10.0**exponent
+    gen = torch.Generator().manual_seed(seed)
+    z = spread * torch.randn(64, 512, generator=gen, dtype=F64)
+    z[torch.rand(64, 512, generator=gen) < dropped] = float("-inf")
+    z[:, 0] = spread  # (a finite maximum in every row)
+    z = z.float().double()  # (float32 numbers, for the float32 comparison)
+    saved = tuning.PARTITION_PAYS, core._FINISH_ALPHA
+    try:
+        tuning.PARTITION_PAYS = False
+        p = core.entmax_newton(z, alpha)
+        p32 = core.entmax_newton(z.float(), alpha).double()
+        core._FINISH_ALPHA = 1.0
+        p0 = core.entmax_newton(z, alpha)
+    finally:
+        tuning.PARTITION_PAYS, core._FINISH_ALPHA = saved
+    assert (p - p0).abs().max() <= 1e-14
+    assert (p.sum(-1) - 1).abs().max() <= 1e-13
+    assert (p32 - p).abs().max() <= 1e-6
+
+
 @pytest.mark.parametrize("alpha", [0.7, 1.0, 1.01, 1.3, 1.5, 1.99, 2.0, 2.5, 4.0])
 def test_float32_within_1e6_of_float64(alpha):
     """float32 probabilities within 1e-6 absolute of the float64 op on the same (float32)

@@ -343,6 +343,7 @@ class _Buffers:
                 _xs.at_least_into(self._unclamped(self.origin), self.floor, out=self.origin)
             self.at = None  # the c of y in x (incremental): none yet, the first move forms it
         self.p_in_s = False  # whether _mass left p in s (then s is formed from it)
+        self.t_in_p = False  # whether _mass left Halley's t = s / y in p (with p in s)
         self.final = False  # the next evaluation is known to be the last: p apart from s
         self.x = self.origin if self.incremental else fresh()
         self.sums = None  # the stacked form's row sums (2 to 4, ..., 1), on z's device
@@ -388,6 +389,40 @@ class _Buffers:
         # the first step, or a row's c fell (a rounding overshoot, or bisection): y from z
         self.at = c
         _xs.at_least_into(self._unclamped(y, c), self.floor, out=y)
+
+    def bent_total(self) -> Array:
+        """The row sums of Halley's t = s / y = (p / y) / y at the last evaluation, in z's
+        kind (the "base" state; p in ``s``, p_in_s), formed in ``p``."""
+        lib, y = _xs.native(self.x), self.x
+        t = lib.divide(lib.divide(self.s, y, out=self.p), y, out=self.p)
+        return _xs.row_sum(t)
+
+    def finished(self, delta: np.ndarray, alpha: float) -> tuple[Array, Array]:
+        """p and s moved from the last evaluation's shift c to c + ``delta`` (per row, in
+        the loop's namespace) to first order, in place of an evaluation there: (sum p, sum
+        s) per row, in z's kind; then p and s are in ``p`` and ``s`` (normalized).
+
+        The "base" state y at c in ``x`` and Halley's t = s / y in ``p`` (t_in_p: p was
+        left in ``s``): with d = delta, s' = t [y - (2 - alpha) d]_+ and p' = [y - (alpha -
+        1) d]_+ s', so p' = 0 wherever s' = 0 (alpha < 3/2). To first order these are p -
+        d s and s - (2 - alpha) d t (dp/dc = -s, ds/dc = -(2 - alpha) t); their second-order
+        errors are (2 - alpha) |alpha - 3/2| d^2 t and (2 - alpha)(3 - 2 alpha) d^2
+        y^((4 - 3 alpha) / (alpha - 1)) / 2, both at most (2 - alpha)(3 - 2 alpha) d^2 / 2
+        for alpha <= 4/3 (y, t <= 1), an absolute eps / 8 within _finish_bound; entries set
+        to 0 near the edge, where y - (alpha - 1) d > 0 >= y - (2 - alpha) d, had p <= ((3 -
+        2 alpha) |d|)^(1 / (alpha - 1)) and s <= ((3 - 2 alpha) |d|)^((2 - alpha) / (alpha -
+        1)), at most about eps / 8 there too. Six passes and two sums, no transcendental.
+        """
+        lib = _xs.native(self.x)
+        y, t, free = self.x, self.p, self.s
+        lib.subtract(y, self.to_work((2 - alpha) * delta), out=free)
+        _xs.at_least_into(free, 0.0, out=free)  # (+0 where negative: no -0 below)
+        s = lib.multiply(t, free, out=t)
+        lib.subtract(y, self.to_work((alpha - 1) * delta), out=y)
+        _xs.at_least_into(y, 0.0, out=y)
+        p = lib.multiply(y, s, out=free)
+        self.p, self.s, self.p_in_s, self.t_in_p, self.at = p, s, False, False, None
+        return _xs.row_sum(p), _xs.row_sum(s)
 
     def normalized(
         self, alpha: float | Array, total: Array, slopes: bool | str, slope_total: Array
@@ -487,6 +522,17 @@ def _evaluate(
 # 1) rows of 1000, three seeds, steps from 1e-3 to 3e-2 below the shift)
 QUARTIC_ALPHA = 1.32
 
+# The largest alpha at which the eager loop ends on _Buffers.finished (see there): t
+# and u = p^(4 - 3 alpha) are at most 1 on the support up to 4/3, which bounds the
+# finish's second-order errors
+_FINISH_ALPHA = 4 / 3
+
+
+def _finish_bound(eps: float, alpha: float) -> float:
+    """The largest last step |d| that _Buffers.finished takes: its errors, at most (2 -
+    alpha)(3 - 2 alpha) d^2 / 2, are then at most eps / 8."""
+    return math.sqrt(eps / (4 * (2 - alpha) * (3 - 2 * alpha)))
+
 
 def _state_exponents(alpha: float, count: int = 3) -> tuple[float, ...]:
     """The powers of the state y = 1 + (alpha - 1) f that give p = y^(1/(alpha - 1)) and
@@ -574,7 +620,12 @@ def _mass(
         # floor all the same, and s is formed again from p below (p over s)
         floored = not flush
         bent = None
-        if bend:  # t = (1 + x)^((3 - 2 alpha) / (alpha - 1)), 0 off the support (alpha <= 3/2)
+        # Halley's t on a tensor's in-place "base" state: s / y once s is formed, one
+        # division (entmax_newton's ``finishing``; NumPy's s is floored where it would
+        # underflow, so there s / y would not be 0 at the clamp)
+        divided = bend and work.incremental and work.form == "base" and not flush
+        divided = divided and is_torch_array(x)
+        if bend and not divided:  # t = (1 + x)^((3 - 2 alpha) / (alpha - 1)), 0 off the support
             lib.multiply(log_base, t_power / unit, out=p)
             bent = _xs.row_sum(_xs.exp2_into(p, out=p, flush=flush, floored=floored))
         if flush:  # p from its own exponent, both flushed
@@ -583,12 +634,15 @@ def _mass(
         lib.multiply(log_base, exponent / unit, out=s)
         _xs.exp2_into(s, out=s, flush=flush, floored=floored)
         slope = _xs.row_sum(s)
+        if divided:  # (into p: left there while p goes over s)
+            bent = _xs.row_sum(lib.divide(s, x, out=p))
         # in place, p = s (1 + x) over s: a step touches two arrays, not three (measured
         # (100000, 64) at alpha = 1.3: 78-81 ms, 92-96 with p apart), unless the step is
         # known to be the last: then p apart saves normalized a pass (s = p / (1 + x));
         # NumPy's s, floored, is always formed from p (exact zeros off the support)
         last = work.final and is_torch_array(x)
         work.p_in_s = work.incremental and not flush and not last
+        work.t_in_p = divided and work.p_in_s
         if work.p_in_s:
             p = s
         if not flush:
@@ -728,6 +782,22 @@ def _converged(c: Array, total: Array, slope_total: Array, alpha: float, like: A
     eps = float(_xs.native(like).finfo(like.dtype).eps)
     step = _deformed_step(total, slope_total, alpha)
     return xp.abs(step) <= 2 * eps * xp.maximum(xp.abs(c), 1.0)
+
+
+def _halley_step(
+    step: Array, total: Array, slope: Array, bent: Array, alpha: float | Array
+) -> tuple[Array, Array, Array]:
+    """(Halley's step, bend, where it was taken) from Newton's ``step`` N on h(c) =
+    log_{2-alpha}(sum p), per row: N / (1 - N bend), bend = -h''/(2h') (generated from
+    the row sums p, s > 0 and t); where 1 - N bend <= 0 (or sum s = 0), Newton's. (Formed
+    from N: a dozen operations on the per-row values, where h, q and the step's own terms
+    took 29, each a few us of host time per step on a GPU's host.)"""
+    xp = _xs.namespace(step)
+    positive = slope > 0
+    bend = gen.halley_bend(total, xp.where(positive, slope, 1.0), bent, alpha)
+    denominator = 1 - step * bend
+    fine = (denominator > 0) & positive
+    return xp.where(fine, step / xp.where(fine, denominator, 1.0), step), bend, fine
 
 
 def _deformed_step(
@@ -1129,9 +1199,11 @@ def entmax_newton(
     row) resumes. There too, at a Python-float alpha in (1, 2) whose state moves in place,
     after the first step the loop goes on over the entries that can still be in the
     support where no row keeps more than tuning.NARROW_SHARE of its entries (_narrowed),
-    and p and s are put back into zeros. ``threshold``: return the shift c (per row,
-    relative to the row maximum, in the loop's namespace: NumPy for a CPU tensor)
-    instead of p;
+    and p and s are put back into zeros. On a CPU tensor at a Python-float alpha from
+    tuning.BASE_FORM_ALPHA to 4/3 the loop takes Halley's steps and ends on a first-order
+    finish instead of its last evaluation (_Buffers.finished). ``threshold``: return the
+    shift c (per row, relative to the row maximum, in the loop's namespace: NumPy for a
+    CPU tensor) instead of p;
     ``threshold="state"`` (2-D z): (c, the loop's _Buffers), whose state a caller's
     evaluation at c moves on from in place (_prefix_map: no fresh buffers, and y not
     formed anew from z; float32 (1024, 1000) at alpha = 1.3, forward + backward, one
@@ -1235,11 +1307,23 @@ def entmax_newton(
     # on 4-40% of the rows (y formed anew), and the in-place state's rounding (an ulp of
     # y is 1/(alpha - 1) ulps of c) left 8-16% of the rows 1-4 ulps short, whose finish
     # (a first-order step on those rows) took 0.3-0.5 ms; the bound took 0.4
-    halley = halley and (not work.incremental or form == "offset")
+    # ... but a CPU tensor's "base" state up to _FINISH_ALPHA ("finishing") takes them at
+    # every step, t = s / y by one division (_mass; from the first step only where the
+    # rows are not narrowed after it, Newton's step being the narrowing's bound), and
+    # once each row is done or its step is predicted to land within the tolerance, a
+    # first-order finish replaces the last evaluation where every step is within
+    # _finish_bound (_Buffers.finished); otherwise the loop evaluates there. Float32
+    # N(0, 1) rows of 1000 at 1.3 took 3 evaluations of the whole rows instead of 5; what
+    # lost before (above) was the grouped bound, rows finished apart and the in-place
+    # rounding at a last evaluation, none of which the finish has (measured: tuning)
+    finishing = work.incremental and form == "base" and not threshold and is_torch_array(z)
+    finishing = finishing and isinstance(alpha, float) and alpha <= _FINISH_ALPHA
+    finishing = finishing and not _may_underflow(alpha, z.dtype)
+    halley = halley and (not work.incremental or form == "offset" or finishing)
     # On a GPU below 3/2 (the stacked form, t bounded): Halley's step at every evaluation,
     # and once each row is done or its next step is predicted below the stall tolerance,
     # the last evaluation stays on the device (see ``predicted`` in advance)
-    foresee = work.stacked and not threshold and halley and alpha < 1.5
+    foresee = (work.stacked and not threshold and halley and alpha < 1.5) or finishing
     predicted = [None]  # advance's rows whose step lands within the tolerance (foresee)
 
     # in tolerances (4 ulps of max(|c|, 1)): a step stalls below ``stall`` of one, and in
@@ -1269,14 +1353,7 @@ def entmax_newton(
         else:
             step = _deformed_step(total, slope, alpha, safe_slope)  # Newton's, N = -h / h'
             if bent is not None:
-                # Halley's step N / (1 - N bend), bend = -h''/(2h') (generated from the row
-                # sums); where 1 - N bend <= 0 (or sum s = 0), Newton's. (Formed from N: a
-                # dozen operations on the per-row values, where h, q and the step's own
-                # terms took 29, each a few us of host time per step on a GPU's host.)
-                bend = gen.halley_bend(total, safe_slope, bent, alpha)
-                denominator = 1 - step * bend
-                fine = (denominator > 0) & positive
-                step = xp.where(fine, step / xp.where(fine, denominator, 1.0), step)
+                step, bend, fine = _halley_step(step, total, slope, bent, alpha)
             deformed = c + step
             taken = step  # (the step, for ``predicted`` below)
             if isinstance(rising, bool):
@@ -1341,6 +1418,7 @@ def entmax_newton(
     limit = 64 if steps is None else steps
     separate = None  # (rows, their (p, s)) when the last rows were finished apart
     narrowed, fallen = None, None  # (_narrowed) the rows' kept entries, rows to solve again
+    finish = None  # (finishing) the last step, taken by _Buffers.finished
     on_device = False  # the last evaluation's sums left on z's device (foresee)
     if loop is not None and not on_host:
         # torch.compile: the Halley steps unrolled, then a while loop on the device that
@@ -1370,7 +1448,10 @@ def entmax_newton(
         narrow = not threshold and start is None and _narrowing_applies(z, alpha, work, limit)
         first = (c, lo, hi)
         for index in range(limit):
-            bend = halley and (index < T.HALLEY_STEPS or foresee)
+            # (finishing, where the rows may be narrowed after this step: Newton's step,
+            # which rises from the left; Halley's only if they are not)
+            lazy = finishing and narrow and index == 0
+            bend = halley and (index < T.HALLEY_STEPS or foresee) and not lazy
             new, lo, hi, done, total = advance(c, lo, hi, work, bend)
             if held is not None:  # (_prefix_start) those rows are at their shift
                 done, new, held = done | held, xp.where(held, c, new), None
@@ -1382,6 +1463,10 @@ def entmax_newton(
                 at_c = True
                 break
             if predicted[0] is not None and bool(xp.all(predicted[0])):
+                if finishing and work.t_in_p:
+                    shift = new - c
+                    small = float(np.abs(shift).max()) <= _finish_bound(eps, alpha)
+                    finish = shift if small else None
                 c, on_device = new, True
                 break
             if apart and index + 1 < limit:
@@ -1402,6 +1487,17 @@ def entmax_newton(
                 if found is not None:  # the loop goes on over the kept entries alone
                     z, narrowed = found
                     work = _Buffers(z, top, alpha_work, True, to_work, form)
+                    # by Newton's steps, which rise from the left (the fall check above)
+                    finishing = halley = foresee = False
+                elif lazy and work.at is not None and work.p_in_s:
+                    # Halley's step from c after all, where it stays in the bracket (at
+                    # None: _narrowed moved the state)
+                    bent, slope = to_book(work.bent_total()), work.slope_total
+                    step = _deformed_step(total, slope, alpha)  # (Newton's, as advance's)
+                    step = _halley_step(step, total, slope, bent, alpha)[0]
+                    halley_new = c + step
+                    inside = (halley_new >= lo) & (halley_new <= hi) & ~done
+                    new = xp.where(inside, halley_new, new)
             c = new
     if threshold:  # (alpha <= 2: the eager loop's last c, or its last step below sqrt(eps))
         c = new
@@ -1416,11 +1512,14 @@ def entmax_newton(
             z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
         )
         return _unit_slopes(p, s) if unit else (p, s) if slopes else p
-    if on_device:  # the state moved to c, p and s (and their sums) formed there
+    if finish is not None:  # p and s moved to c to first order
+        total, slope_total = work.finished(finish, alpha)
+        total, work.slope_total = to_book(total), to_book(slope_total)
+    elif on_device and work.stacked:  # the state moved to c, p, s (and their sums) formed there
         work.move(c)
         _mass(None, alpha_work, work, False)
         total, work.slope_total = work.sums[0], work.sums[1]
-    elif not at_c:
+    elif not at_c or on_device:
         total = _evaluate(c, alpha_work, work, False, to_work, to_book)[0]
     p, s, scale = work.normalized(alpha, total, slopes, work.slope_total)
     if separate is not None:  # the rows finished apart
