@@ -315,8 +315,13 @@ NUMPY_NEWTON_ELEMENTS = 1 << 13
 # rows / 3), 1.25 6.36 / 5.80 (5 / 3), 4/3 7.10 / 7.14 (5 / 4); N(0, 0.3^2) at 1.3 5.48
 # / 5.26 and 5.54 / 5.59 (4 / 3); N(0, 3^2) and N(0, 2^2), narrowed after the first
 # step (Newton's then), 5.04 / 5.00, 5.27 / 5.29, 5.45 / 5.46; float64 N(0, 1) at 1.3
-# 17.7 / 16.2 and 20.0 / 19.4 (6 / 4). Below 1.25 ("offset": 3 evaluations already)
-# Halley's step at every evaluation lost 0.2-0.4 ms (1.1, 1.2).
+# 17.7 / 16.2 and 20.0 / 19.4 (6 / 4); other shapes at 1.3, N(0, 1): (16, 1000) 0.87 /
+# 0.81, (32, 1000) 1.01 / 0.90, (64, 512) 1.12 / 1.03, (256, 256) 1.33 / 1.24, (4096,
+# 256) 6.52 / 6.01, (8192, 128) 7.08 / 6.70, (256, 4096) 6.76 / 6.03, (64, 16384) 6.27 /
+# 6.26; (32, 1000) at 1.25 1.04 / 0.92 and 4/3 1.14 / 0.98, (4096, 256) 4/3 7.52 /
+# 6.66, (256, 4096) 1.25 6.15 / 6.21; N(0, 3^2) (256, 4096) 4.43 / 4.50, (4096, 256)
+# 7.20 / 6.79. Below 1.25 ("offset": 3 evaluations already) Halley's step at every
+# evaluation lost 0.2-0.4 ms (1.1, 1.2).
 HALLEY_STEPS = 2
 
 # alpha-entmax's Newton loop forms 1 + (alpha - 1) f (f = z - max - c) and takes its
