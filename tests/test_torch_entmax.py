@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from types import ModuleType
 from unittest import mock
 
 import mpmath as mp
@@ -825,6 +826,33 @@ def test_finish_matches_whole_loop_fuzzed(alpha, exponent, seed, dropped):
     assert (p - p0).abs().max() <= 1e-14
     assert (p.sum(-1) - 1).abs().max() <= 1e-13
     assert (p32 - p).abs().max() <= 1e-6
+
+
+@pytest.mark.parametrize("alpha", [1.05, 1.25, 1.3, 4 / 3])
+def test_the_finish_coefficients(alpha):
+    """The generated finish_rate and finish_error (core._Buffers.finished) against an
+    oracle at 50 digits (mpmath): at a state y (0.05 to 1) moved by d = 1e-9, p' = (y -
+    (alpha - 1) d) t (y - r d) and s' = t (y - r d) differ from y moved, to the power 1 /
+    (alpha - 1) and (2 - alpha) / (alpha - 1), by finish_error d^2 times t and times
+    y^((4 - 3 alpha) / (alpha - 1)), within 1e-6 relative (the next term is of order d)."""
+    from tsallis.core._generated import discrete as gen
+
+    with mp.workdps(50):
+        _check_finish_coefficients(alpha, gen)
+
+
+def _check_finish_coefficients(alpha: float, gen: ModuleType) -> None:
+    a = mp.mpf(alpha) - 1
+    rate, error = mp.mpf(float(gen.finish_rate(alpha))), float(gen.finish_error(alpha))
+    d = mp.mpf("1e-9")
+    for y in (mp.mpf("0.05"), mp.mpf("0.4"), mp.mpf(1)):
+        t = y ** ((3 - 2 * (a + 1)) / a)
+        s_finish = t * (y - rate * d)
+        p_finish = (y - a * d) * s_finish
+        p_error = ((y - a * d) ** (1 / a) - p_finish) / (t * d**2)
+        s_error = ((y - a * d) ** ((1 - a) / a) - s_finish) / (y ** ((4 - 3 * (a + 1)) / a) * d**2)
+        for measured in (p_error, s_error):
+            assert abs(float(measured) - error) <= 1e-6 * abs(error), (alpha, float(y))
 
 
 @pytest.mark.parametrize("alpha", [0.7, 1.0, 1.01, 1.3, 1.5, 1.99, 2.0, 2.5, 4.0])

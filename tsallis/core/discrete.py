@@ -403,22 +403,24 @@ class _Buffers:
         s) per row, in z's kind; then p and s are in ``p`` and ``s`` (normalized).
 
         The "base" state y at c in ``x`` and Halley's t = s / y in ``p`` (t_in_p: p was
-        left in ``s``): with d = delta, s' = t [y - (2 - alpha) d]_+ and p' = [y - (alpha -
-        1) d]_+ s', so p' = 0 wherever s' = 0 (alpha < 3/2). To first order these are p -
-        d s and s - (2 - alpha) d t (dp/dc = -s, ds/dc = -(2 - alpha) t); their second-order
-        errors are (2 - alpha) |alpha - 3/2| d^2 t and (2 - alpha)(3 - 2 alpha) d^2
-        y^((4 - 3 alpha) / (alpha - 1)) / 2, both at most (2 - alpha)(3 - 2 alpha) d^2 / 2
-        for alpha <= 4/3 (y, t <= 1), an absolute eps / 8 within _finish_bound; entries set
-        to 0 near the edge, where y - (alpha - 1) d > 0 >= y - (2 - alpha) d, had p <= ((3 -
-        2 alpha) |d|)^(1 / (alpha - 1)) and s <= ((3 - 2 alpha) |d|)^((2 - alpha) / (alpha -
-        1)), at most about eps / 8 there too. Six passes and two sums, no transcendental.
+        left in ``s``): with d = delta, s' = t [y - r d]_+ and p' = [y - (alpha - 1) d]_+ s',
+        r = 2 - alpha the generated finish_rate (ds/dc = -r t), so p' = 0 wherever s' = 0
+        (alpha < 3/2). To first order these are p - d s and s - r d t; their errors are the
+        generated finish_error, (2 - alpha)(3 - 2 alpha) / 2, times t d^2 and y^((4 - 3
+        alpha) / (alpha - 1)) d^2 (derivations/discrete.py checks both), at most that
+        coefficient times d^2 for alpha <= 4/3 (y, t <= 1), an absolute eps / 8 within
+        _finish_bound; entries set to 0 near the edge, where y - (alpha - 1) d > 0 >= y - r
+        d, had p <= ((r - alpha + 1) |d|)^(1 / (alpha - 1)) and s <= ((r - alpha + 1)
+        |d|)^((2 - alpha) / (alpha - 1)), at most about eps / 8 there too. Six passes and
+        two sums, no transcendental.
         """
         lib = _xs.native(self.x)
         y, t, free = self.x, self.p, self.s
-        lib.subtract(y, self.to_work((2 - alpha) * delta), out=free)
+        rate = float(gen.finish_rate(alpha))
+        lib.subtract(y, self.to_work(rate * delta), out=free)
         _xs.at_least_into(free, 0.0, out=free)  # (+0 where negative: no -0 below)
         s = lib.multiply(t, free, out=t)
-        lib.subtract(y, self.to_work((alpha - 1) * delta), out=y)
+        lib.subtract(y, self.to_work(self.scale * delta), out=y)  # (as move does)
         _xs.at_least_into(y, 0.0, out=y)
         p = lib.multiply(y, s, out=free)
         self.p, self.s, self.p_in_s, self.t_in_p, self.at = p, s, False, False, None
@@ -529,9 +531,9 @@ _FINISH_ALPHA = 4 / 3
 
 
 def _finish_bound(eps: float, alpha: float) -> float:
-    """The largest last step |d| that _Buffers.finished takes: its errors, at most (2 -
-    alpha)(3 - 2 alpha) d^2 / 2, are then at most eps / 8."""
-    return math.sqrt(eps / (4 * (2 - alpha) * (3 - 2 * alpha)))
+    """The largest last step |d| that _Buffers.finished takes: its errors, at most the
+    generated finish_error times d^2, are then at most eps / 8."""
+    return math.sqrt(eps / (8 * float(gen.finish_error(alpha))))
 
 
 def _state_exponents(alpha: float, count: int = 3) -> tuple[float, ...]:

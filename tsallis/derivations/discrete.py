@@ -392,6 +392,51 @@ def halley_error() -> sp.Expr:
     return sp.collect(error, [fourth, bent], sp.factor)
 
 
+# the finish of the eager loop (tsallis.core.discrete._Buffers.finished): from the state
+# y = 1 + (alpha - 1) f at a shift c, with t = p^(3 - 2 alpha) = s / y, p and s moved to
+# c + d to first order as s' = t (y - r d) and p' = (y - (alpha - 1) d) s'
+state = sp.Symbol("state", positive=True)
+step = sp.Symbol("step", real=True)
+
+
+def _state_powers(shift: sp.Expr) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(p, s, t) = y^(k - (k - 1) alpha) / (alpha - 1), k = 1, 2, 3, at the state y moved
+    by ``shift`` (y - (alpha - 1) shift)."""
+    moved = state - (S.alpha - 1) * shift
+    return tuple(moved ** ((k - (k - 1) * S.alpha) / (S.alpha - 1)) for k in (1, 2, 3))
+
+
+def finish_rate() -> sp.Expr:
+    """r = -(ds/dc) / t: the rate of s per unit shift, relative to t (s' = t (y - r d))."""
+    _, s_, t_ = _state_powers(step)
+    return sp.simplify(-sp.diff(s_, step).subs(step, 0) / t_.subs(step, 0))
+
+
+def finish_error() -> sp.Expr:
+    """The d^2 coefficient of the finish's error, the same for p and s: p(c + d) - p' is
+    it times t d^2 and s(c + d) - s' it times y^((4 - 3 alpha)/(alpha - 1)) d^2 (both
+    checked here: p' and s' agree with p and s to first order, and their errors share
+    the coefficient)."""
+    p_, s_, t_ = _state_powers(step)
+    rate = finish_rate()
+    t0, y = t_.subs(step, 0), state
+    s_finish = t0 * (y - rate * step)
+    p_finish = (y - (S.alpha - 1) * step) * s_finish
+    log_state = sp.Symbol("log_state", real=True)
+
+    def plain(expr: sp.Expr) -> sp.Expr:  # (y = e^L: the powers of y combine)
+        return sp.factor(sp.simplify(sp.powsimp(expr.subs(y, sp.exp(log_state)), force=True)))
+
+    errors = []
+    for exact, finish, unit in ((p_, p_finish, t0), (s_, s_finish, t0 / y)):
+        series = sp.series(exact - finish, step, 0, 3).removeO()
+        assert plain(series.coeff(step, 0)) == 0
+        assert plain(series.coeff(step, 1)) == 0
+        errors.append(plain(series.coeff(step, 2) / unit))
+    assert sp.simplify(errors[0] - errors[1]) == 0
+    return errors[0]
+
+
 def derive_discrete() -> KernelSet:
     """Elementwise closed forms of the finite maps.
 
@@ -440,6 +485,18 @@ def derive_discrete() -> KernelSet:
             (total, slope, bent, fourth, S.alpha),
             halley_error(),
             "h'''/(6h') - (h''/(2h'))^2: a Halley step d leaves about |this| d^3.",
+        ),
+        Kernel(
+            "finish_rate",
+            (S.alpha,),
+            finish_rate(),
+            "-(ds/dc) / t: the eager loop's first-order finish moves s to t (y - this d).",
+        ),
+        Kernel(
+            "finish_error",
+            (S.alpha,),
+            finish_error(),
+            "The finish's d^2 error coefficient: of t in p's, of y^((4-3 alpha)/(alpha-1)) in s's.",
         ),
         Kernel(
             "ev_softmax_offsupport_shift",

@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "halley_bend", "halley_error", "ev_softmax_offsupport_shift", "evidential_mass"]
+__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "halley_bend", "halley_error", "finish_rate", "finish_error", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
 def sparsemax_threshold(first, size):
@@ -55,6 +55,18 @@ def halley_error(total, slope, bent, fourth, alpha):
     _t0 = slope**2
     _t1 = alpha - 2
     return -0.08333333333333333*_t0*_t1*alpha/total**2 + 0.16666666666666666*_t1*fourth*(2*alpha - 3)/slope - 0.25*_t1**2*bent**2/_t0
+
+
+def finish_rate(alpha):
+    """-(ds/dc) / t: the eager loop's first-order finish moves s to t (y - this d)."""
+    xp, (alpha,) = _xs.arrays(alpha)
+    return 2 - alpha
+
+
+def finish_error(alpha):
+    """The finish's d^2 error coefficient: of t in p's, of y^((4-3 alpha)/(alpha-1)) in s's."""
+    xp, (alpha,) = _xs.arrays(alpha)
+    return 0.5*(alpha - 2)*(2*alpha - 3)
 
 
 def ev_softmax_offsupport_shift(eps):
