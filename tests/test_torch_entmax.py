@@ -952,6 +952,46 @@ def test_losses_have_their_closed_form_values_and_gradients():
     assert float(entmax_loss(x.detach(), torch.tensor([-100, -100]))) == 0.0
 
 
+@pytest.mark.parametrize("half", [torch.float16, torch.bfloat16])
+def test_half_precision_losses_are_float32s(half):
+    """float16 / bfloat16 scores: the losses are computed in float32 and returned so, as
+    the map is computed (in float16 the rounding of <p - y, x> made losses of scores of
+    1e2-1e3 negative, down to -0.08): against float64 on the same numbers (targets
+    renormalized there) within 1e-6 relative (float32's rounding of the sums), every loss
+    >= 0, and the gradient in x finite, of x's dtype."""
+    gen = torch.Generator().manual_seed(41)
+    x = (300 * torch.randn(64, 50, generator=gen, dtype=F64)).to(half).requires_grad_(True)
+    indices = torch.randint(0, 50, (64,), generator=gen)
+    spread = torch.softmax(3 * torch.randn(64, 50, generator=gen, dtype=F64), -1).to(half)
+    for alpha in (0.5, 1.0, 1.4, 2.0, 3.0):
+        for target in (indices, spread):
+            loss = entmax_loss(x, target, alpha, reduction="none")
+            assert loss.dtype == torch.float32
+            assert bool((loss >= 0).all())
+            exact = target if target.dtype == torch.int64 else target.double()
+            if target.dtype != torch.int64:
+                exact = exact / exact.sum(-1, keepdim=True)
+            reference = entmax_loss(x.detach().double(), exact, alpha, reduction="none")
+            if target.dtype == torch.int64:  # (a float16 target's sums are off by 1e-4)
+                assert ((loss.double() - reference).abs() / reference).max() <= 1e-6
+            x.grad = None
+            loss.sum().backward()
+            assert x.grad.dtype == half and bool(torch.isfinite(x.grad).all())
+
+
+def test_bad_distribution_targets_raise():
+    """A distribution target with a NaN, infinite or negative entry raises ValueError (it
+    gave a NaN loss, or one unbounded below), as does one on another shape."""
+    x = torch.randn(3, 4, generator=torch.Generator().manual_seed(42))
+    for bad in (float("nan"), float("inf"), -0.25):
+        target = torch.full((3, 4), 0.25)
+        target[1, 2] = bad
+        with pytest.raises(ValueError, match="finite and >= 0"):
+            entmax_loss(x, target, 1.5)
+    with pytest.raises(ValueError, match="x's shape"):
+        sparsemax_loss(x, torch.full((3, 5), 0.2))
+
+
 def test_losses_agree_with_the_entmax_package():
     """The package's maps and losses on the same rows, as the README's table maps them
     (float64, its exact sort-based 3/2 and sparsemax; entmax_bisect at 80 iterations):

@@ -301,13 +301,14 @@ def entmax_loss(
         ignore_index: the class index of rows to skip.
 
     Returns:
-        The loss, (...) for "none", else a scalar. Its gradient in x is p - y
+        The loss, (...) for "none", else a scalar, in x's dtype (float32 for float16
+        and bfloat16 scores, in which it is computed). Its gradient in x is p - y
         exactly; in alpha it is dH_alpha(p)/dalpha - dH_alpha(y)/dalpha (p optimal).
 
     Raises:
         TypeError, ValueError: a bad x, alpha, target, ignore_index or reduction (the
-            messages name the argument and its valid range; class values are checked in
-            eager mode).
+            messages name the argument and its valid range; class values, and a
+            distribution's entries (finite, >= 0), are checked in eager mode).
 
     Examples:
         >>> import torch
@@ -318,22 +319,24 @@ def entmax_loss(
         raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
     _check(x, -1, None)
     value = _alpha(alpha, x, x.dim() - 1)
+    # float16 / bfloat16 scores: the loss in float32, as the map is computed (in float16
+    # the rounding of <p - y, x> made losses of 1e2-scale scores negative, -0.08)
+    x = _as(x, torch.float32 if x.dtype in _HALF else x.dtype)
     with torch.no_grad():
         p = entmax(x.detach(), value.detach() if isinstance(value, torch.Tensor) else value)
     counted = None
     if isinstance(target, torch.Tensor) and target.is_floating_point():
-        if target.shape != x.shape:
-            raise ValueError(f"a distribution target must have x's shape {tuple(x.shape)}")
+        _check_distribution(x, target)
         y = target.to(x.dtype)
     else:
         _check_target(x, target, x.dim() - 1, ignore_index)  # ev_softmax_nll_loss's checks
         counted = target != ignore_index
         safe = torch.where(counted, target, torch.zeros_like(target))
         y = torch.zeros_like(x).scatter_(-1, safe.unsqueeze(-1).long(), 1.0)
-    diff = p.to(x.dtype) - y
+    diff = p - y
     linear = torch.where(diff == 0, torch.zeros_like(x), diff * x).sum(-1)
     a = value if isinstance(value, float) else value.to(x.dtype)
-    losses = linear + _entropy(p.to(x.dtype), a) - _entropy(y, a)
+    losses = linear + _entropy(p, a) - _entropy(y, a)
     if counted is not None:
         losses = torch.where(counted, losses, torch.zeros_like(losses))
     if reduction == "none":
@@ -342,6 +345,21 @@ def entmax_loss(
         return losses.sum()
     total = counted.sum() if counted is not None else torch.tensor(losses.numel())
     return losses.sum() / total.clamp_min(1).to(losses.dtype)
+
+
+def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:
+    """ValueError for a distribution target of another shape or device than x's, or (in
+    eager mode) with an entry that is NaN, infinite or negative (the loss would be NaN or
+    unbounded below; its rows are not checked to sum to 1, which a float16 target does
+    only to its rounding)."""
+    if target.shape != x.shape:
+        raise ValueError(f"a distribution target must have x's shape {tuple(x.shape)}")
+    if target.device != x.device:
+        raise ValueError(f"target is on {target.device} but x is on {x.device}")
+    if torch.compiler.is_compiling():  # the value check reads the host: eager mode only
+        return
+    if not bool(((target >= 0) & (target < float("inf"))).all()):
+        raise ValueError("a distribution target must be finite and >= 0 (no NaN)")
 
 
 def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
