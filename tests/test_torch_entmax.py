@@ -110,6 +110,22 @@ def test_per_row_alpha_above_two_is_refined_row_by_row():
         assert np.abs(p - _exact(np.array(row), a, dps=50)).max() <= 1e-15
 
 
+@pytest.mark.parametrize("alpha", [10.0, 30.0, 100.0])
+def test_constant_rows_far_above_two_are_uniform(alpha):
+    """Constant rows at a large alpha: every base is (1/K)^(alpha - 1) at the shift (1.9e-53
+    for K = 64 at 30), finer than the double-double threshold resolves next to 7.0; the
+    refinement closed on a shift above every base and the map gave zeros (30 and 100,
+    rows of 7.0, -7.0 or 0.5). Now p = 1/K within 1e-15 (float64 and NumPy; float32's own
+    rounding of 1/K, half an ulp, in float32), for values from -7 to 1e30, K = 64 and 1000."""
+    for size in (64, 1000):
+        for value in (0.0, 0.5, 7.0, -7.0, 1e5, 1e30):
+            for dtype, bar in ((F64, 1e-15), (torch.float32, 2.0**-24 / size)):
+                x = torch.full((3, size), value, dtype=dtype)
+                assert (entmax(x, alpha).double() - 1 / size).abs().max() <= bar
+            p = np_discrete.entmax(np.full((2, size), value), alpha)
+            assert np.abs(p - 1 / size).max() <= 1e-15
+
+
 @pytest.mark.parametrize("alpha", [1.0, 1.5, 2.0])
 def test_closed_form_alphas_match_the_sort_based_numpy_maps(alpha):
     x = torch.randn(64, 300, generator=torch.Generator().manual_seed(3), dtype=F64) * 2

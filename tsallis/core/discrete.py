@@ -1648,6 +1648,14 @@ def _refined_above_two(
         d = xp.where(done, d, xp.where(inside, newton, (low + high) / 2))
     if not at_d:
         p, s, total, _ = evaluate(d)
+    # a last d above every base leaves no support: the bracket closed on a shift that the
+    # bases cannot resolve (constant rows of 7.0 at alpha = 30: each base 1.9e-53 at the
+    # shift, whose threshold 7 + 0.034 needs 180 bits); those rows are evaluated at the
+    # bracket's low end instead, whose mass exceeds 1 (p = 1/K exactly there, as at the
+    # shift: equal bases)
+    empty = total <= 0
+    if not on_host or bool(xp.any(empty)):
+        p, s, total, _ = evaluate(xp.where(empty, low, d))
     total = xp.where(total > 0, total, 1.0)
     p = lib.divide(p, to_work(total), out=p)
     return p, _renormalized_slopes(s, total, alpha, to_work)
