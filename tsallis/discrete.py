@@ -61,10 +61,12 @@ def _scores(
     return np.moveaxis(array, axis, -1), out_dtype
 
 
-def _finite_scores(v: ArrayLike, axis: int) -> tuple[FloatArray, np.dtype]:
+def _finite_rows(v: ArrayLike, axis: int) -> tuple[FloatArray, np.dtype]:
+    """_scores with -inf entries allowed (probability 0, as in torch_bridge's maps); a
+    row with no finite entry raises ValueError (it has no distribution)."""
     array, dtype = _scores(v, axis)
-    if np.isinf(array).any():
-        raise ValueError("v must be finite (use ev_softmax's mask to exclude entries)")
+    if (array.max(axis=-1) == -np.inf).any():  # (NaN and +inf were refused)
+        raise ValueError("every row of v needs a finite entry (a row of -inf has no distribution)")
     return array, dtype
 
 
@@ -95,7 +97,7 @@ def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
         >>> softmax(np.array([0.4, 1.4, -0.8])).round(4)
         array([0.2488, 0.6763, 0.0749])
     """
-    z, dtype = _finite_scores(v, axis)
+    z, dtype = _finite_rows(v, axis)
     return _restore(_core.normalized(z), axis, dtype)
 
 
@@ -143,7 +145,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
 
     Raises:
         TypeError: v or alpha not real.
-        ValueError: alpha <= 0 or not finite, NaN or +inf in v.
+        ValueError: alpha <= 0 or not finite, NaN or +inf in v, or a row of -inf.
 
     Examples:
         >>> import numpy as np
@@ -151,7 +153,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
         array([0.1693, 0.8307, 0.    ])
     """
     alpha = real_above("alpha", alpha, 0.0)
-    z, dtype = _finite_scores(v, axis)
+    z, dtype = _finite_rows(v, axis)
     if alpha == 1:  # the closed form (Newton would find it in one step)
         return _restore(_core.normalized(z), axis, dtype)
     # float64 above alpha = 2: there the map is not Lipschitz at the support edge
@@ -447,7 +449,7 @@ def entmax_jacobian(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
                [ 0.    ,  0.    ,  0.    ]])
     """
     alpha = real_above("alpha", alpha, 0.0)
-    z, dtype = _finite_scores(v, axis)
+    z, dtype = _finite_rows(v, axis)
     p = entmax(z, alpha)
     return _core.gppr_jacobian(_core.gppr_weights(p, alpha)).astype(dtype, copy=False)
 
