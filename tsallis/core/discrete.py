@@ -1724,6 +1724,14 @@ def _on_views(z: Array, top: Array | None, compute: Callable) -> tuple:
     return torch.from_numpy(p).clone(), tensor(s), tensor(scale)
 
 
+def _short_rows(z: Array, alpha: float) -> bool:
+    """Whether z is a tensor whose rows take the sorted map at any size: from
+    tuning.SORT_ROW_LENGTHS[alpha][0] to [1] entries (where the Newton loop's per-row
+    bookkeeping, on every row at every step, costs more than the sort of short rows)."""
+    lengths = T.SORT_ROW_LENGTHS.get(alpha)
+    return is_torch_array(z) and lengths is not None and lengths[0] <= z.shape[-1] <= lengths[1]
+
+
 def entmax_map(
     z: Array,
     alpha: float | Array,
@@ -1756,7 +1764,7 @@ def entmax_map(
     closed = isinstance(alpha, float) and alpha in T.SORT_ELEMENTS
     off_cpu = is_torch_array(z) and z.device.type != "cpu"
     limit = T.SORT_ELEMENTS.get(alpha) if is_torch_array(z) else T.NUMPY_SORT_ELEMENTS
-    sort = closed and (off_cpu or elements <= limit)
+    sort = closed and (off_cpu or elements <= limit or _short_rows(z, alpha))
     if sort and not _xs._torch_compiling(z):  # (under torch.compile: a graph break)
         if _viewable_small(z, T.NUMPY_VIEW_ELEMENTS):
             return _on_views(z, top, lambda v, top: _sorted_map(v, alpha, slopes, top))
