@@ -2084,18 +2084,22 @@ def test_small_newton_calls_on_numpy_views_match_torch(alpha, monkeypatch):
             p.resize_(p.numel() + 1)  # (a tensor over NumPy's memory raises here)
 
 
+@pytest.mark.parametrize("pays", [False, True])
 @pytest.mark.parametrize(
     "alpha, chain", [(1.25, (3, 0)), (9 / 7, (2, 1)), (4 / 3, (2, 0)), (1.4, (1, 1))]
 )
-def test_whole_and_half_powers_take_no_transcendental(alpha, chain):
+def test_whole_and_half_powers_take_no_transcendental(alpha, chain, pays):
     """At alphas whose powers of the state are whole or half (s = y^(1/(alpha - 1) - 1):
     3, 5/2, 2, 3/2) the loop evaluates by multiplications and a square root
     (core.discrete._rooted_mass, taken on every evaluation): on rows of 1000 at spreads
     0.3, 1 and 5 with ties at the top, -inf entries and a constant row, float64 p within
     1e-12 of the bisection oracle and within 1e-14 of the general form (log2 and exp2;
     dL/dz too), float32 within 1e-6 of the oracle on its own input with 0 at -inf, and
-    the NumPy face within 1e-14 of the general form. Nearby alphas take the general form."""
+    the NumPy face within 1e-14 of the general form; with and without the start from
+    each row's largest entries (tuning.PARTITION_PAYS). Nearby alphas take the general
+    form."""
     from tsallis.core import discrete as core
+    from tsallis.core import tuning
 
     assert core._rational_power(alpha) == chain
     for other in (1.2, 1.3, 1.2500001, 1.45, 1.5, 1.6, 1.75):
@@ -2120,6 +2124,7 @@ def test_whole_and_half_powers_take_no_transcendental(alpha, chain):
         with (
             mock.patch.object(core, "_rooted_mass", spy),
             mock.patch.object(core, "_rational_power", power),
+            mock.patch.object(tuning, "PARTITION_PAYS", pays),
         ):
             v = v.clone().requires_grad_()
             p = entmax(v, alpha=alpha)
