@@ -2152,3 +2152,66 @@ def test_whole_and_half_powers_take_no_transcendental(alpha, chain, pays):
     with mock.patch.object(core, "_rational_power", lambda a: None):
         face_general = np_discrete.entmax(u, alpha=alpha)
     assert np.abs(np_discrete.entmax(u, alpha=alpha) - face_general).max() <= 1e-14
+
+
+@pytest.mark.parametrize("alpha", [2.5, 5.0, 10.0])
+def test_above_two_runs_on_the_entries_near_the_maximum(alpha):
+    """Above 2 only entries within 1/(alpha - 1) of the row maximum can be in the support
+    (the shift is at least the maximum's); on long spread rows the loop runs on those
+    alone, packed (core.discrete._above_two_packed), and puts p and s back among zeros:
+    on (80, 1000) float64 rows (N(0, 1) and N(0, 9), -inf entries, ties at the top, a
+    row of one finite entry) p within 1e-14 of the loop over the whole rows and dL/dz
+    within 32 eps (alpha - 2) of each row's largest, p within 1e-12 of 40-digit mpmath
+    (two rows); float32 within 1e-7 of the float64 map of its rounded input; a (2, 40, 1000)
+    batch as its rows. Rows that keep too many entries (N(0, 0.01)) take the whole
+    rows."""
+    from tsallis.core import discrete as core
+
+    gen = torch.Generator().manual_seed(4)
+    x = torch.cat([torch.randn(40, 1000, generator=gen, dtype=F64) * s for s in (1.0, 3.0)])
+    x[0, ::2] = -math.inf
+    x[1, :7] = x[1].max()
+    x[2, 1:] = -math.inf
+    grad = torch.randn(x.shape, generator=gen, dtype=F64)
+
+    def run(v: torch.Tensor, packed: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
+        calls = []
+        original = core._above_two_packed
+
+        def spy(*args):
+            out = original(*args)
+            calls.append(out is not None)
+            return out
+
+        applies = core._above_two_support if packed else (lambda *args: False)
+        with (
+            mock.patch.object(core, "_above_two_packed", spy),
+            mock.patch.object(core, "_above_two_support", applies),
+        ):
+            v = v.clone().requires_grad_()
+            p = entmax(v, alpha=alpha)
+            (p * grad.to(v.dtype)).sum().backward()
+        return p.detach(), v.grad, sum(calls)
+
+    p, g, taken = run(x, True)
+    assert taken == 1
+    whole, whole_grad, none = run(x, False)
+    assert none == 0
+    assert (p - whole).abs().max() <= 1e-14
+    # dL/dz relative to each row's largest (at 10 the row of 7 tied maxima has entries
+    # near the edge, and dL/dz reaches 4.9e7 there): s = p^(2 - alpha) moves by alpha - 2
+    # times p's relative difference, so 32 eps (alpha - 2) (measured 3.8e-14 at 10, 3.2e-15
+    # at 5, 4e-16 at 2.5)
+    scale = whole_grad.abs().amax(-1, keepdim=True).clamp(min=1.0)
+    eps = torch.finfo(F64).eps
+    assert ((g - whole_grad).abs() / scale).max() <= 32 * eps * (alpha - 2)
+    for row in (1, 40):  # (the float64 bisection oracle cannot resolve the edge at 10)
+        assert np.abs(p[row].numpy() - _exact(x[row].numpy(), alpha)).max() <= 1e-12
+    assert p[2, 0] == 1 and (p[0, ::2] == 0).all()
+    # float32 against the float64 map of its own (rounded) input
+    rounded = run(x.float().double(), True)[0]
+    assert (run(x.float(), True)[0].double() - rounded).abs().max() <= 1e-7
+    batch = x.reshape(2, 40, 1000)
+    assert (entmax(batch, alpha=alpha).reshape(80, 1000) - p).abs().max() == 0
+    dense = torch.randn(80, 1000, generator=gen, dtype=F64) * 0.01
+    assert run(dense, True)[2] == 0
