@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from types import ModuleType
 from unittest import mock
@@ -2084,6 +2085,32 @@ def test_small_newton_calls_on_numpy_views_match_torch(alpha, monkeypatch):
             p.resize_(p.numel() + 1)  # (a tensor over NumPy's memory raises here)
 
 
+def _map_and_grad(
+    v: torch.Tensor, alpha: float, grad: torch.Tensor, spied: str, patches: dict
+) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """entmax(v, alpha) and dL/dv for L = <p, grad>, counting the calls of
+    core.discrete's ``spied`` that return something, with ``patches`` ((object, name) ->
+    value) in place."""
+    from tsallis.core import discrete as core
+
+    calls = []
+    original = getattr(core, spied)
+
+    def spy(*args):
+        out = original(*args)
+        calls.append(out is not None)
+        return out
+
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.object(core, spied, spy))
+        for (target, name), value in patches.items():
+            stack.enter_context(mock.patch.object(target, name, value))
+        v = v.clone().requires_grad_()
+        p = entmax(v, alpha=alpha)
+        (p * grad.to(v.dtype)).sum().backward()
+    return p.detach(), v.grad, sum(calls)
+
+
 @pytest.mark.parametrize("pays", [False, True])
 @pytest.mark.parametrize(
     "alpha, chain", [(1.25, (3, 0)), (9 / 7, (2, 1)), (4 / 3, (2, 0)), (1.4, (1, 1))]
@@ -2112,24 +2139,14 @@ def test_whole_and_half_powers_take_no_transcendental(alpha, chain, pays):
     x32 = x.float()
     grad = torch.randn(x.shape, generator=gen, dtype=F64)
 
+    power = core._rational_power
+
     def run(v: torch.Tensor, general: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
-        calls = []
-        original = core._rooted_mass
-
-        def spy(*args):
-            calls.append(1)
-            return original(*args)
-
-        power = (lambda a: None) if general else core._rational_power
-        with (
-            mock.patch.object(core, "_rooted_mass", spy),
-            mock.patch.object(core, "_rational_power", power),
-            mock.patch.object(tuning, "PARTITION_PAYS", pays),
-        ):
-            v = v.clone().requires_grad_()
-            p = entmax(v, alpha=alpha)
-            (p * grad.to(v.dtype)).sum().backward()
-        return p.detach(), v.grad, len(calls)
+        patches = {
+            (core, "_rational_power"): (lambda a: None) if general else power,
+            (tuning, "PARTITION_PAYS"): pays,
+        }
+        return _map_and_grad(v, alpha, grad, "_rooted_mass", patches)
 
     p64, g64, evaluations = run(x, False)
     assert evaluations >= 2
@@ -2174,24 +2191,11 @@ def test_above_two_runs_on_the_entries_near_the_maximum(alpha):
     x[2, 1:] = -math.inf
     grad = torch.randn(x.shape, generator=gen, dtype=F64)
 
+    applies = core._above_two_support
+
     def run(v: torch.Tensor, packed: bool) -> tuple[torch.Tensor, torch.Tensor, int]:
-        calls = []
-        original = core._above_two_packed
-
-        def spy(*args):
-            out = original(*args)
-            calls.append(out is not None)
-            return out
-
-        applies = core._above_two_support if packed else (lambda *args: False)
-        with (
-            mock.patch.object(core, "_above_two_packed", spy),
-            mock.patch.object(core, "_above_two_support", applies),
-        ):
-            v = v.clone().requires_grad_()
-            p = entmax(v, alpha=alpha)
-            (p * grad.to(v.dtype)).sum().backward()
-        return p.detach(), v.grad, sum(calls)
+        patches = {(core, "_above_two_support"): applies if packed else (lambda *args: False)}
+        return _map_and_grad(v, alpha, grad, "_above_two_packed", patches)
 
     p, g, taken = run(x, True)
     assert taken == 1
