@@ -499,9 +499,12 @@ def _over_one_plus(p: Array, x: Array, out: Array) -> Array:
 
 def _over_base(p: Array, base: Array) -> Array:
     """s = p / base (fresh), base = (alpha - 1)(z - tau): where base <= 0, p is 0, and the
-    divisor is the smallest normal number instead (_refined_above_two)."""
+    divisor is the smallest subnormal number instead (_refined_above_two). Not the
+    smallest normal, as in _over_one_plus: a base below it is exact here, and at a large
+    alpha its p is not small (base 1e-310 at alpha = 100: p = 7.7e-4)."""
     lib = _xs.native(p)
-    tiny = float(_xs.namespace(p).finfo(p.dtype).smallest_normal)
+    single = "float32" in str(p.dtype)
+    tiny = float(np.finfo(np.float32 if single else np.float64).smallest_subnormal)
     return lib.divide(p, lib.clip(base, tiny, None))
 
 
