@@ -2219,3 +2219,20 @@ def test_above_two_runs_on_the_entries_near_the_maximum(alpha):
     assert (entmax(batch, alpha=alpha).reshape(80, 1000) - p).abs().max() == 0
     dense = torch.randn(80, 1000, generator=gen, dtype=F64) * 0.01
     assert run(dense, True)[2] == 0
+
+
+def test_above_two_slopes_from_subnormal_bases():
+    """The refinement's s = p / base (core.discrete._over_base): exact for a base below the
+    smallest normal number, whose p is not small at a large alpha (1e-310 at alpha = 100:
+    p = 7.7e-4), and 0 where base <= 0 (p = 0), in float64 and float32, NumPy and Torch."""
+    from tsallis.core import discrete as core
+
+    base = np.array([-1.0, 0.0, 1e-310, 1e-300, 0.5])
+    p = np.where(base > 0, np.maximum(base, 0.0) ** (1 / 99), 0.0)
+    expected = np.divide(p, base, out=np.zeros_like(p), where=base > 0)
+    for v in (core._over_base(p, base), core._over_base(torch.tensor(p), torch.tensor(base))):
+        assert np.array_equal(np.asarray(v), expected)
+    b32 = np.array([-1.0, 0.0, 1e-40, 0.5], dtype=np.float32)
+    p32 = np.where(b32 > 0, np.maximum(b32, 0) ** np.float32(1 / 99), 0).astype(np.float32)
+    got = core._over_base(torch.tensor(p32), torch.tensor(b32)).numpy()
+    assert np.array_equal(got, np.divide(p32, b32, out=np.zeros_like(p32), where=b32 > 0))
