@@ -700,7 +700,7 @@ def _rational_power(alpha: float) -> tuple[int, int] | None:
     float64, as s and p must there."""
     if not T.BASE_FORM_ALPHA <= alpha < 2.0:
         return None
-    doubled = 2 / (alpha - 1) - 2  # 2 (2 - alpha) / (alpha - 1)
+    doubled = 2 * _state_exponents(alpha, 2)[1]  # twice s's power of y
     n = round(doubled)
     if abs(doubled - n) > _RATIONAL_ULPS * math.ulp(n) or n < 2.4:
         return None
@@ -1212,11 +1212,24 @@ def _narrowed(
         return None
     y = _xs.native(work.x).subtract(work.x, work.to_work(bound), out=work.x)
     places = np.flatnonzero(_view(y) > 0)
+    packed = _packed(z, places, T.NARROW_SHARE)
+    if packed is None:
+        work.at = None  # (y was changed: the next move forms it from z)
+        return None
+    narrow, slots = packed
+    return narrow, _Narrowed(z, top, places, slots, np.maximum(new - margin, c), start)
+
+
+def _packed(z: Array, places: np.ndarray, share: float) -> tuple[Array, np.ndarray] | None:
+    """The entries of 2-D z at the flat (C-order) ``places``, packed to the left of a (R,
+    width) array of z's kind padded with -inf (width the most any row keeps), and their
+    flat slots there; None where width exceeds ``share`` of the row (_narrowed,
+    _above_two_packed)."""
+    rows, size = z.shape
     starts = np.searchsorted(places, np.arange(rows) * size)
     counts = np.diff(starts, append=places.size)
-    width = int(counts.max())
-    if width > T.NARROW_SHARE * size:
-        work.at = None  # (y was changed: the next move forms it from z)
+    width = int(counts.max()) if rows else 0
+    if rows == 0 or width > share * size:
         return None
     # each kept entry's place in the narrow rows: its row's start there, less its own
     # in places, plus its index in places
@@ -1227,7 +1240,7 @@ def _narrowed(
     narrow.reshape(-1)[slots] = np.ascontiguousarray(values).reshape(-1).take(places)
     if is_torch_array(z):
         narrow = _xs.native(z).from_numpy(narrow)
-    return narrow, _Narrowed(z, top, places, slots, np.maximum(new - margin, c), start)
+    return narrow, slots
 
 
 def _widened(narrow: Array, narrowed: _Narrowed) -> Array:
@@ -1271,23 +1284,15 @@ def _above_two_packed(z: Array, top: Array, alpha: float) -> tuple[Array, _Narro
     the whole rows there (a mass with unbounded slopes at the support's edge), and the
     refinement 3 to 59 more.
     """
-    values = np.ascontiguousarray(_view(z))
-    rows, size = values.shape
+    values = _view(z)
     eps = float(np.finfo(values.dtype).eps)
     reach = (1 / (alpha - 1)) * (1 + 8 * eps)
-    bound = np.asarray(_view(top), dtype=values.dtype).reshape(rows, 1) - reach
-    kept = values > bound
-    counts = np.count_nonzero(kept, axis=-1)
-    width = int(counts.max()) if rows else 0
-    if rows == 0 or width > T.ABOVE_TWO_SHARE * size:
+    bound = np.asarray(_view(top), dtype=values.dtype).reshape(-1, 1) - reach
+    places = np.flatnonzero(values > bound)
+    packed = _packed(z, places, T.ABOVE_TWO_SHARE)
+    if packed is None:
         return None
-    places = np.flatnonzero(kept)
-    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
-    slots = np.repeat(np.arange(rows) * width - starts, counts) + np.arange(places.size)
-    narrow = np.full((rows, width), -np.inf, dtype=values.dtype)
-    narrow.reshape(-1)[slots] = values.reshape(-1).take(places)
-    if is_torch_array(z):
-        narrow = _xs.native(z).from_numpy(narrow)
+    narrow, slots = packed
     return narrow, _Narrowed(z, top, places, slots, None, None)
 
 
