@@ -7,9 +7,9 @@ import pytest
 
 @pytest.fixture(scope="session")
 def derived():
-    from tsallis.derivations.registry import TARGETS
+    from tsallis.derivations.registry import TARGETS, derived_once
 
-    return {target.module: target.derive() for target in TARGETS}
+    return {target.module: derived_once(target) for target in TARGETS}
 
 
 def pytest_configure(config):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -121,6 +122,14 @@ def _printed_once(result: FamilyDerivation | KernelSet) -> FamilyDerivation | Ke
     return dataclasses.replace(result, kernels=kernels)
 
 
+@functools.cache
+def derived_once(target: Target) -> FamilyDerivation | KernelSet:
+    """target.derive(), computed once per process (a derivation is a pure function of
+    this code, and SymPy takes about 25 s for them all): ``tsallis derive --check`` and
+    ``--out`` in one process, and the tests that render, share it."""
+    return target.derive()
+
+
 def render_all(names: list[str] | None = None, readme: bool = True) -> dict[Path, str]:
     """Relative path -> text of every generated file (all targets when names is None);
     with ``readme``, in a source checkout, also its README with the formula table."""
@@ -130,7 +139,7 @@ def render_all(names: list[str] | None = None, readme: bool = True) -> dict[Path
         raise ValueError(
             f"family: unknown {sorted(unknown)}; choose from {[t.module for t in TARGETS]}"
         )
-    derived = [(target, _printed_once(target.derive())) for target in chosen]
+    derived = [(target, _printed_once(derived_once(target))) for target in chosen]
     files: dict[Path, str] = {}
     for backend, folder in OUTPUT_DIRS.items():
         # Every face lists every family; the shared (xp) modules are imported from the core.
