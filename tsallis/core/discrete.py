@@ -410,12 +410,10 @@ class _Buffers:
         r = 2 - alpha the generated finish_rate (ds/dc = -r t), so p' = 0 wherever s' = 0
         (alpha < 3/2). To first order these are p - d s and s - r d t; their errors are the
         generated finish_error, (2 - alpha)(3 - 2 alpha) / 2, times t d^2 and y^((4 - 3
-        alpha) / (alpha - 1)) d^2 (derivations/discrete.py checks both), at most that
-        coefficient times d^2 for alpha <= 4/3 (y, t <= 1), an absolute eps / 8 within
-        _finish_bound; entries set to 0 near the edge, where y - (alpha - 1) d > 0 >= y - r
-        d, had p <= ((r - alpha + 1) |d|)^(1 / (alpha - 1)) and s <= ((r - alpha + 1)
-        |d|)^((2 - alpha) / (alpha - 1)), at most about eps / 8 there too. Six passes and
-        two sums, no transcendental.
+        alpha) / (alpha - 1)) d^2 to leading order (derivations/discrete.py checks both);
+        within _finish_bound every entry's error is at most an absolute eps / 8, those
+        set to 0 near the support edge and those that come in included (see there; a test
+        checks it at 40 digits). Six passes and two sums, no transcendental.
         """
         lib = _xs.native(self.x)
         y, t, free = self.x, self.p, self.s
@@ -538,16 +536,33 @@ def _evaluate(
 # 1) rows of 1000, three seeds, steps from 1e-3 to 3e-2 below the shift)
 QUARTIC_ALPHA = 1.32
 
-# The largest alpha at which the eager loop ends on _Buffers.finished (see there): t
-# and u = p^(4 - 3 alpha) are at most 1 on the support up to 4/3, which bounds the
-# finish's second-order errors
-_FINISH_ALPHA = 4 / 3
+# The largest alpha at which the eager loop ends on _Buffers.finished (see there and
+# _finish_bound): below 3/2, where t = p^(3 - 2 alpha) is at most 1 on the support
+# and the finish's p' is 0 wherever its s' is
+_FINISH_ALPHA = 1.49
 
 
 def _finish_bound(eps: float, alpha: float) -> float:
-    """The largest last step |d| that _Buffers.finished takes: its errors, at most the
-    generated finish_error times d^2, are then at most eps / 8."""
-    return math.sqrt(eps / (8 * float(gen.finish_error(alpha))))
+    """The largest last step |d| that _Buffers.finished takes: its errors are then at
+    most eps / 8 on every entry.
+
+    p's error is the generated finish_error C times t d^2 to leading order, t <= 1:
+    |d| <= sqrt(eps / (8 C (1 + 1/64))), the factor for the next orders (a relative
+    O(|d|): at y = 1 and d < 0, where the state rises above 1, they added 1.2e-4 at
+    float32's bound at 4/3). So is s's up to 4/3, where its factor u = y^((4 - 3 alpha)
+    / (alpha - 1)) is at most 1 too. Above 4/3 u is unbounded at the support edge; there,
+    with h = (alpha - 1)|d| and a = (2 - alpha) / (alpha - 1) (s = y^a, 1 < a < 2), s's
+    error is h^a B(y / h), where B(v) = (v + 1)^a - v^a - a v^(a - 1) (d < 0: the state
+    rises by h, entries come in at v = 0) or (v - 1)_+^a - v^(a - 1) (v - a)_+ (d > 0)
+    is at most 1 (its value at v = 0; tests/test_torch_entmax.py checks this at 40
+    digits), so |d| <= (eps / 8)^(1 / a) / (alpha - 1) too (at 4/3 the two bounds
+    agree to the factor: C = 1/9, h^2 = d^2 / 9). Float32: 3.2e-4 at 1.3, 1.7e-4 at
+    1.35, 1.5e-5 at 1.4, 8.8e-7 at 1.45; a longer last step is evaluated instead."""
+    bound = math.sqrt(eps / (8 * (1 + 1 / 64) * float(gen.finish_error(alpha))))
+    if alpha <= 4 / 3:
+        return bound
+    power = _state_exponents(alpha, 2)[1]  # a, s's power of y
+    return min(bound, (eps / 8) ** (1 / power) / (alpha - 1))
 
 
 def _state_exponents(alpha: float, count: int = 3) -> tuple[float, ...]:
@@ -1378,8 +1393,9 @@ def entmax_newton(
     after the first step the loop goes on over the entries that can still be in the
     support where no row keeps more than tuning.NARROW_SHARE of its entries (_narrowed),
     and p and s are put back into zeros. On a CPU tensor at a Python-float alpha from
-    tuning.BASE_FORM_ALPHA to 4/3 the loop takes Halley's steps and ends on a first-order
-    finish instead of its last evaluation (_Buffers.finished). ``threshold``: return the
+    tuning.BASE_FORM_ALPHA to _FINISH_ALPHA (below 3/2) the loop takes Halley's steps and
+    ends on a first-order finish instead of its last evaluation where the last step is
+    short enough (_Buffers.finished, _finish_bound). ``threshold``: return the
     shift c (per row, relative to the row maximum, in the loop's namespace: NumPy for a
     CPU tensor) instead of p;
     ``threshold="state"`` (2-D z): (c, the loop's _Buffers), whose state a caller's
@@ -1497,7 +1513,14 @@ def entmax_newton(
     # _finish_bound (_Buffers.finished); otherwise the loop evaluates there. Float32
     # N(0, 1) rows of 1000 at 1.3 took 3 evaluations of the whole rows instead of 5; what
     # lost before (above) was the grouped bound, rows finished apart and the in-place
-    # rounding at a last evaluation, none of which the finish has (measured: tuning)
+    # rounding at a last evaluation, none of which the finish has (measured: tuning).
+    # From 4/3 to 3/2 the finish's bound shrinks (_finish_bound), but Halley's steps
+    # still save evaluations where the rows are not narrowed: float32 (1024, 1000),
+    # forward + backward, one process alternating, up to 4/3 / up to 1.49 (and the
+    # groups' start no longer at 1.35, tuning.GROUPED_TENSOR_ALPHA): N(0, 1) rows at
+    # 1.35 10.78 / 8.94 ms (5 -> 4 evaluations of the whole rows); N(0, 0.3^2) at 1.34
+    # 8.91 / 8.05, 1.35 8.75 / 8.36, 1.38 8.50 / 8.35, 1.45 9.21 / 8.61; float64 N(0,
+    # 0.3^2) 1.35 38.37 / 30.50 (README: "Other alphas")
     finishing = work.incremental and form == "base" and not threshold and is_torch_array(z)
     finishing = finishing and isinstance(alpha, float) and alpha <= _FINISH_ALPHA
     finishing = finishing and not _may_underflow(alpha, z.dtype)
