@@ -288,6 +288,7 @@ def test_batch_shapes_and_broadcasting() -> None:
     log_sigma=st.floats(-4, 1),
 )
 @example(alpha=1.5, shift=0.0, log_sigma=-1.4375)  # rho_2 was -3.3e-310
+@example(alpha=1.25, shift=0.0, log_sigma=-1.4921875)  # rho_2 was -8.7e-308 (a normal number)
 def test_translation_invariance_and_positivity(
     alpha: float, shift: float, log_sigma: float
 ) -> None:

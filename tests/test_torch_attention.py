@@ -209,6 +209,30 @@ def test_alpha_to_one_is_continuous():
     assert gaps[1] < gaps[0] / 5 and gaps[1] < 1e-2, gaps
 
 
+@pytest.mark.parametrize("alpha", [1.25, 1.5])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_rho_is_never_negative_far_outside_the_support(alpha, dtype):
+    """rho >= 0 where an RBF lies far outside the support (width 0.01 at 0.7, centre 0.2,
+    sigma = 10^-1.49 and 10^-1.44; the RBFs' float32 values, as a float32 basis moved
+    to float64 holds them): the moment rounded to -5.2e-319 in float64 at 1.25 before
+    the core took rho as at least 0 (tsallis.core.window.attention_moments); the entries
+    agree with the NumPy face's within 1e-15 (float64; float32 1e-6) of the row's
+    largest, the library's accuracy contract (far outside the support a moment is
+    rounding noise of that size: 1.90e-297 against 1.87e-297)."""
+    mu_j = np.array([-0.5, 0.0, 0.7, 1.5], dtype=np.float32).astype(np.float64)
+    s_j = np.array([0.05, 0.3, 0.01, 1.0], dtype=np.float32).astype(np.float64)
+    basis = GaussianRBF(torch.tensor(mu_j, dtype=dtype), torch.tensor(s_j, dtype=dtype))
+    for log_sigma in (-1.4921875, -1.4375):
+        sigma = 10.0**log_sigma
+        got = continuous_attention(
+            torch.tensor([0.2], dtype=dtype), torch.tensor([sigma], dtype=dtype), basis, alpha
+        )
+        assert bool((got >= 0).all()), (alpha, log_sigma, got)
+        want = np_attention.rho(alpha, 0.2, sigma, np_attention.GaussianRBF(mu_j, s_j))
+        tolerance = 1e-15 if dtype == F64 else 1e-6
+        assert np.abs(got.double().numpy()[0] - want).max() <= tolerance * want.max()
+
+
 def test_alpha_as_tensor_requiring_grad_is_accepted_without_gradient():
     basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
     alpha = torch.tensor(1.5, dtype=F64, requires_grad=True)

@@ -399,9 +399,9 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
         array([0.1595, 1.3387, 1.3387, 0.1595])
     """
     r = _evaluate(alpha, loc, scale, basis, jac=False)[0]
-    # rho >= 0; a moment far outside the support can round to a negative subnormal
-    # (-3.3e-310 at alpha = 1.5, sigma = 10^-1.4375, an RBF of width 0.01 at 0.7, found by
-    # hypothesis): only such residues are set to 0, larger negatives stay visible
+    # rho >= 0: in 1D the core takes it so (window.attention_moments); in D dims a moment
+    # far outside the support can round to a negative subnormal, and only such residues
+    # are set to 0 here, larger negatives stay visible
     return np.where((r < 0) & (r > -np.finfo(r.dtype).tiny), 0.0, r).astype(r.dtype)[()]
 
 
