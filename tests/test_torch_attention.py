@@ -233,6 +233,25 @@ def test_rho_is_never_negative_far_outside_the_support(alpha, dtype):
         assert np.abs(got.double().numpy()[0] - want).max() <= tolerance * want.max()
 
 
+def test_2d_rho_is_never_negative_far_outside_the_support():
+    """2D sparsemax: an RBF of width 0.028 at (-1.43, 1.18), far outside a support
+    centred at (-0.19, 0.16) with Sigma = 0.054 I, rounded rho to -1.6e-322 (float64)
+    before the op took rho as at least 0; the other RBFs agree with the NumPy face within
+    1e-12 of the row's largest."""
+    mu = torch.tensor([[0.3, -0.2], [-1.4267319132147187, 1.1827937955946402]], dtype=F64)
+    widths = torch.tensor([0.4, 0.028430069306763544], dtype=F64)
+    cov = torch.eye(2, dtype=F64) * (widths**2)[:, None, None]
+    loc = torch.tensor([[-0.18631377246794034, 0.16468837620967336]], dtype=F64)
+    sigma = 0.053705717482124056 * torch.eye(2, dtype=F64)[None]
+    got = continuous_attention(loc, sigma, GaussianRBF(mu, cov), alpha=2.0)
+    assert bool((got >= 0).all()), got
+    want = np_attention.rho(
+        2.0, loc.numpy(), sigma.numpy(), np_attention.GaussianRBF(mu.numpy(), cov.numpy())
+    )
+    assert bool((want >= 0).all())
+    assert np.abs(got.numpy() - want).max() <= 1e-12 * want.max()
+
+
 def test_alpha_as_tensor_requiring_grad_is_accepted_without_gradient():
     basis = GaussianRBF(torch.tensor(MU_J), torch.tensor(S_J))
     alpha = torch.tensor(1.5, dtype=F64, requires_grad=True)

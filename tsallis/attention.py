@@ -399,10 +399,10 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
         array([0.1595, 1.3387, 1.3387, 0.1595])
     """
     r = _evaluate(alpha, loc, scale, basis, jac=False)[0]
-    # rho >= 0: in 1D the core takes it so (window.attention_moments); in D dims a moment
-    # far outside the support can round to a negative subnormal, and only such residues
-    # are set to 0 here, larger negatives stay visible
-    return np.where((r < 0) & (r > -np.finfo(r.dtype).tiny), 0.0, r).astype(r.dtype)[()]
+    # rho >= 0 (an expectation of a positive function): in 1D the core takes it so
+    # (window.attention_moments); in D dims, where a moment far outside the support can
+    # round below 0, here (0 is never farther from the exact value), as Torch's 2D op does
+    return np.maximum(r, 0.0).astype(r.dtype)[()]
 
 
 def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> FloatArray:
