@@ -23,7 +23,7 @@ from torch.autograd.function import once_differentiable
 from torch_bridge._compile import branch_for, dense_for, prepare_tables
 from torch_bridge._generated import gaussian, truncated_paraboloid
 from torch_bridge.basis import check_spd
-from tsallis.core import window
+from tsallis.core import polar
 
 _F64 = torch.float64
 MAX_ANGLES = 1 << 14
@@ -78,59 +78,13 @@ def _angle_count(
 def _sparsemax_moments(
     loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor, angles: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """rho (..., N), J_t (..., N, 2) and the centred J_tt part (..., N, 2, 2), float64."""
-    low = torch.linalg.cholesky(scale)
-    logdet = _logdet(low)
-    big_r = truncated_paraboloid.radius(2, logdet)[..., None, None]  # (..., 1, 1)
-    theta = torch.arange(angles, dtype=_F64, device=loc.device) * (2 * math.pi / angles)
-    w = 2 * math.pi / angles
-    omega = torch.stack([torch.cos(theta), torch.sin(theta)])  # (2, n)
-    l_omega = low @ omega  # (..., 2, n)
-    basis_low = torch.linalg.cholesky(sigma)  # (N, 2, 2)
-    # L_j^-1 applied by components (2x2 lower triangular): batched solves and
-    # reductions over a length-2 axis cost more than the arithmetic.
-    inv00 = 1 / basis_low[:, 0, 0]
-    inv11 = 1 / basis_low[:, 1, 1]
-    inv10 = -basis_low[:, 1, 0] * inv00 * inv11
-    lw0, lw1 = l_omega[..., None, 0, :], l_omega[..., None, 1, :]  # (..., 1, n)
-    a0 = inv00[:, None] * lw0  # (..., N, n)
-    a1 = inv10[:, None] * lw0 + inv11[:, None] * lw1
-    delta = mu - loc[..., None, :]  # (..., N, 2)
-    b0 = (inv00 * delta[..., 0])[..., None]
-    b1 = (inv10 * delta[..., 0] + inv11 * delta[..., 1])[..., None]
-    big_a = a0 * a0 + a1 * a1
-    big_b = a0 * b0 + a1 * b1
-    ratio = big_b / big_a
-    r0, r1 = b0 - a0 * ratio, b1 - a1 * ratio
-    c_res = r0 * r0 + r1 * r1  # |b|^2 - B^2/A, as a norm
-    centre = ratio / big_r
-    rt = 1 / (big_r * torch.sqrt(big_a))
-    omc = (big_a * big_r - big_b) / (big_a * big_r)
-    shape = centre.shape
+    """rho (..., N), J_t (..., N, 2) and the centred J_tt part (..., N, 2, 2), float64
+    (the shared core's polar.sparsemax_2d_moments)."""
+    low, basis_low = torch.linalg.cholesky(scale), torch.linalg.cholesky(sigma)
     prepare_tables(2.0, loc.device)
-    moments = window.radial_moments(
-        centre.reshape(-1), omc.reshape(-1), rt.reshape(-1), dense_for(loc), branch_for(loc)
+    return polar.sparsemax_2d_moments(
+        loc, scale, low, mu, basis_low, angles, dense_for(loc), branch_for(loc)
     )
-    base = math.sqrt(2 * math.pi) * rt * torch.exp(-c_res / 2)
-    radial = {j: base * big_r ** (j + 1) * moments[f"p{j}"].reshape(shape) for j in (1, 2, 3)}
-    # dt = |L| r dr dtheta, times the RBF normalizer 1 / (2 pi |L_j|)
-    det_ratio = torch.exp(logdet / 2)[..., None] * torch.exp(
-        gaussian.logpdf_d2(0.0, 2, _logdet(basis_low))
-    )
-    # rho >= 0 (an expectation of a positive function), as the 1D core takes it
-    # (window.attention_moments): far outside the support this difference rounded to
-    # -1.6e-322 (float64, an RBF of width 0.028 at (-1.43, 1.18), sigma^2 = 0.054)
-    rho = (det_ratio * ((big_r**2 / 2 * radial[1] - radial[3] / 2) * w).sum(-1)).clamp(min=0)
-    first = det_ratio[..., None] * torch.einsum("...dn,...jn->...jd", l_omega, radial[2] * w)
-    outer = torch.einsum("...dn,...en->...den", l_omega, l_omega)
-    inner = torch.einsum("...den,...jn->...jde", outer, radial[3] * w)
-    inner = (
-        inner
-        - (big_r[..., None] ** 2 / 4)
-        * scale[..., None, :, :]
-        * (radial[1] * w).sum(-1)[..., None, None]
-    )
-    return rho, first, det_ratio[..., None, None] * inner
 
 
 def _blocked_moments(

@@ -27,11 +27,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from tsallis._generated import gaussian, truncated_paraboloid
+from tsallis._generated import gaussian
+from tsallis.core import polar, window
 from tsallis.core import validation as check
-from tsallis.core import window
 from tsallis.core._generated import attention as gen
-from tsallis.quadrature import PeriodicTrapezoid
 
 __all__ = ["GaussianRBF", "jacobian", "rho", "ridge_value_function"]
 
@@ -245,13 +244,6 @@ def _gaussian_nd(loc: FloatArray, scale: FloatArray, basis: GaussianRBF, jac: bo
     return r, np.concatenate([rows_t, rows_tt], axis=-2)
 
 
-def _radial_moments(c: FloatArray, omc: FloatArray, rt: FloatArray) -> dict[int, FloatArray]:
-    """int_0^1 u^j phi((u-c)/rt)/rt du, j = 1, 2, 3 (flat; tsallis.core.window, float64)."""
-    args = (np.asarray(v, dtype=np.float64) for v in (c, omc, rt))
-    moments = window.radial_moments(*args, dense=False)
-    return {j: moments[f"p{j}"].astype(c.dtype, copy=False) for j in (1, 2, 3)}
-
-
 def _angle_nodes(loc: FloatArray, chol: FloatArray, basis: GaussianRBF) -> int:
     """Angles for the periodic trapezoid: enough for the narrowest RBF as seen from mu.
 
@@ -296,51 +288,16 @@ def _sparsemax_2d_block(
     jac: bool,
     count: int,
 ) -> RhoJac:
-    """alpha = 2, D = 2: t = mu + L (r cos th, r sin th) over the support r < R.
-
-    Per angle the radial integral is closed-form; in the angle the periodic
-    trapezoid (``count`` points, end point not repeated).
-    """
+    """alpha = 2, D = 2: the shared core's polar moments (tsallis.core.polar, float64;
+    ``count`` trapezoid nodes in the angle), returned in the inputs' dtype."""
     dtype = scale.dtype
-    logdet = 2 * np.log(np.diagonal(chol, axis1=-2, axis2=-1)).sum(-1)
-    big_r = truncated_paraboloid.radius(2, logdet)[..., None, None]  # (..., 1, 1)
-    angles, weights = PeriodicTrapezoid(0.0, 2 * np.pi).nodes_weights(count)
-    omega = np.stack([np.cos(angles), np.sin(angles)]).astype(dtype)  # (2, n)
-    l_omega = chol @ omega  # (..., 2, n)
-    basis_low = basis._chol.astype(dtype, copy=False)  # (N, 2, 2)
-    a_vec = np.linalg.solve(basis_low, l_omega[..., None, :, :])  # (..., N, 2, n)
-    delta = basis.mu - loc[..., None, :]  # (..., N, 2)
-    b_vec = np.linalg.solve(basis_low, delta[..., None])  # (..., N, 2, 1)
-    big_a = (a_vec**2).sum(-2)  # (..., N, n)
-    big_b = (a_vec * b_vec).sum(-2)
-    residual = b_vec - a_vec * (big_b / big_a)[..., None, :]
-    c_res = (residual**2).sum(-2)  # |b|^2 - B^2/A, as a norm
-    centre = big_b / (big_a * big_r)  # peak r / R
-    rt = 1 / (big_r * np.sqrt(big_a))
-    omc = (big_a * big_r - big_b) / (big_a * big_r)
-    shape = centre.shape
-    moments = _radial_moments(centre.ravel(), omc.ravel(), rt.ravel())
-    base = np.sqrt(2 * np.pi) * rt * np.exp(-c_res / 2)
-    radial = {j: base * big_r ** (j + 1) * moments[j].reshape(shape) for j in moments}
-    # dt = |L| r dr dtheta, times the RBF normalizer N(0; 0, Sigma_j) = 1 / (2 pi |L_j|)
-    det_ratio = np.exp(logdet / 2)[..., None] * np.exp(gaussian.logpdf_d2(0.0, 2, basis._logdet))
-    w = weights.astype(dtype)
-    r = det_ratio * ((big_r**2 / 2 * radial[1] - radial[3] / 2) * w).sum(-1)
+    wide = [np.asarray(a, dtype=np.float64) for a in (loc, scale, chol, basis.mu, basis._chol)]
+    r, first, inner = polar.sparsemax_2d_moments(*wide, count, dense=False)
     if not jac:
         return r.astype(dtype, copy=False), None
-    first = det_ratio[..., None] * np.einsum("...dn,...jn->...jd", l_omega, radial[2] * w)
-    outer = np.einsum("...dn,...en->...den", l_omega, l_omega)  # L w w^T L^T per angle
-    inner = np.einsum("...den,...jn->...jde", outer, radial[3] * w)
-    inner = (
-        inner
-        - (big_r[..., None] ** 2 / 4)
-        * scale[..., None, :, :]
-        * (radial[1] * w).sum(-1)[..., None, None]
-    )
-    inner = det_ratio[..., None, None] * inner
-    rows_t = np.swapaxes(first, -1, -2)
-    rows_tt = _outer_rows(first, loc, inner)
-    return r.astype(dtype, copy=False), np.concatenate([rows_t, rows_tt], axis=-2).astype(dtype)
+    rows_tt = _outer_rows(first, wide[0], inner)
+    rows = np.concatenate([np.swapaxes(first, -1, -2), rows_tt], axis=-2)
+    return r.astype(dtype, copy=False), rows.astype(dtype, copy=False)
 
 
 # ---------------------------------------------------------------- public API
@@ -398,11 +355,9 @@ def rho(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> F
         >>> rho(2.0, 0.5, 0.1, basis).round(4)
         array([0.1595, 1.3387, 1.3387, 0.1595])
     """
-    r = _evaluate(alpha, loc, scale, basis, jac=False)[0]
-    # rho >= 0 (an expectation of a positive function): in 1D the core takes it so
-    # (window.attention_moments); in D dims, where a moment far outside the support can
-    # round below 0, here (0 is never farther from the exact value), as Torch's 2D op does
-    return np.maximum(r, 0.0).astype(r.dtype)[()]
+    # (rho >= 0 in the core, an expectation of a positive function: window for 1D,
+    # polar for 2D sparsemax; the Gaussian's exp is never negative)
+    return _evaluate(alpha, loc, scale, basis, jac=False)[0][()]
 
 
 def jacobian(alpha: float, loc: ArrayLike, scale: ArrayLike, basis: GaussianRBF) -> FloatArray:
