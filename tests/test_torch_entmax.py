@@ -2298,3 +2298,40 @@ def test_above_two_slopes_from_subnormal_bases():
     p32 = np.where(b32 > 0, np.maximum(b32, 0) ** np.float32(1 / 99), 0).astype(np.float32)
     got = core._over_base(torch.tensor(p32), torch.tensor(b32)).numpy()
     assert np.array_equal(got, np.divide(p32, b32, out=np.zeros_like(p32), where=b32 > 0))
+
+
+@pytest.mark.parametrize("alpha", [1.34, 1.35, 1.42, 1.45])
+def test_exp2_band_pass_changes_nothing(alpha, monkeypatch):
+    """Float32 CPU tensors between 4/3 and 3/2 set the clamped entries' log2 to -inf
+    before the exp2 (tuning.EXP2_BAND: Torch's exp2 is slow on the floor's argument
+    there, core.discrete._slow_exp2_band). exp2 of both is 0, so the map and its
+    gradient are the same bit for bit as without the pass, on N(0, 1) and N(0, 0.3^2)
+    rows with -inf entries; the pass ran at every evaluation with it and never without."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    passes = []
+    replace = core._xs.replace_at_most
+
+    def counted(x, limit, value):
+        passes.append(tuning.EXP2_BAND)
+        return replace(x, limit, value)
+
+    monkeypatch.setattr(core._xs, "replace_at_most", counted)
+    generator = torch.Generator().manual_seed(5)
+    for spread in (1.0, 0.3):
+        x = spread * torch.randn(256, 1000, generator=generator)
+        x[:8, ::5] = float("-inf")
+        w = torch.randn(256, 1000, generator=generator)
+        results = []
+        for band in (True, False):
+            monkeypatch.setattr(tuning, "EXP2_BAND", band)
+            v = x.clone().requires_grad_()
+            p = entmax(v, alpha)
+            (p * w).sum().backward()
+            results.append((p.detach(), v.grad))
+        assert torch.equal(results[0][0], results[1][0]), (alpha, spread)
+        assert torch.equal(results[0][1], results[1][1]), (alpha, spread)
+    assert passes and all(passes), alpha
+    assert not core._slow_exp2_band(torch.zeros(1, dtype=F64), -1022 * 1.5)
+    assert not core._slow_exp2_band(torch.zeros(1), -126 * 7 / 3)  # alpha = 1.3: below

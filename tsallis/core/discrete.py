@@ -565,6 +565,21 @@ def _finish_bound(eps: float, alpha: float) -> float:
     return min(bound, (eps / 8) ** (1 / power) / (alpha - 1))
 
 
+def _slow_exp2_band(x: Array, argument: float) -> bool:
+    """Whether Torch's exp2 of the floor's ``argument`` (its exponent times log2 of the
+    smallest normal number) lands in the band where it is slow: on float32 CPU tensors
+    (torch 2.13, AMD EPYC Zen 4), exp2 of (1024, 1000) values took 0.16-0.17 ms at
+    arguments above -126 or below -252 and at -inf, but 0.32-0.35 ms from -126.5 to
+    -250 (results below the smallest normal number), where the clamped entries of the
+    "base" state lie for alpha in (4/3, 3/2) (s's power of y in (1, 2)). Setting them to
+    -inf first (one threshold pass, 0.06 ms) is cheaper (tuning.EXP2_BAND). Float64
+    has such a band too (-1022 to about -2045: 0.64 against 0.45 ms), but there the pass
+    took 0.25 ms."""
+    if not (is_torch_array(x) and x.device.type == "cpu"):
+        return False
+    return "float32" in str(x.dtype) and 2 * -126 < argument < -126
+
+
 def _state_exponents(alpha: float, count: int = 3) -> tuple[float, ...]:
     """The powers of the state y = 1 + (alpha - 1) f that give p = y^(1/(alpha - 1)) and
     its powers p^(k - (k - 1) alpha), k = 1..``count``: (k - (k - 1) alpha) / (alpha - 1),
@@ -647,7 +662,9 @@ def _mass(
             # the floor's s must be 0: exp2 of log2(floor) exponent rounds to 0 once that
             # is a bit below the smallest subnormal; otherwise the floor goes to -inf
             log_floor = math.log2(work.floor)
-            if log_floor * exponent > log_floor + math.log2(float(lib.finfo(x.dtype).eps)) - 1:
+            argument = log_floor * exponent  # the floor's, in the exp2 below
+            rounds = argument <= log_floor + math.log2(float(lib.finfo(x.dtype).eps)) - 1
+            if not rounds or (T.EXP2_BAND and _slow_exp2_band(x, argument)):
                 _xs.replace_at_most(log_base, log_floor, -math.inf)
         else:
             log_base, unit = lib.log1p(x, out=s), math.log(2)
