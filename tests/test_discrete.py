@@ -63,6 +63,30 @@ def test_symbolic_checks_can_fail(monkeypatch):
         symbolic.check_ev_softmax_jacobian(3)
 
 
+def test_finish_edge_bound():
+    """_finish_bound's edge factor above 4/3 (core.discrete): s's error is h^a B(y / h),
+    B checked symbolically against the finish at each clamp branch, and |B| <= 1 at 40
+    digits (its value at v = 0, attained)."""
+    assert symbolic.check_finish_edge_bound() == 1.0
+
+
+def test_finish_edge_checks_can_fail(monkeypatch):
+    """A wrong finish rate fails the symbolic identity; a factor above 1 fails the bound."""
+    import sympy as sp
+
+    rate = symbolic.finish_rate
+    monkeypatch.setattr(symbolic, "finish_rate", lambda: rate() + sp.Rational(1, 10))
+    with pytest.raises(AssertionError):
+        symbolic.finish_edge_factors()
+    monkeypatch.setattr(symbolic, "finish_rate", rate)
+    factors = symbolic.finish_edge_factors()
+    monkeypatch.setattr(
+        symbolic, "finish_edge_factors", lambda: (factors[0] * sp.Rational(101, 100), factors[1])
+    )
+    with pytest.raises(AssertionError, match="finish edge factor"):
+        symbolic.check_finish_edge_bound()
+
+
 # --- Chen 2021 Fig 1 ---
 
 

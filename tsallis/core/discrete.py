@@ -554,10 +554,12 @@ def _finish_bound(eps: float, alpha: float) -> float:
     with h = (alpha - 1)|d| and a = (2 - alpha) / (alpha - 1) (s = y^a, 1 < a < 2), s's
     error is h^a B(y / h), where B(v) = (v + 1)^a - v^a - a v^(a - 1) (d < 0: the state
     rises by h, entries come in at v = 0) or (v - 1)_+^a - v^(a - 1) (v - a)_+ (d > 0)
-    is at most 1 (its value at v = 0), so |d| <= (eps / 8)^(1 / a) / (alpha - 1) too
-    (a test checks the finish's errors within this bound at 40 digits; at 4/3 the bounds
-    agree to the factor: C = 1/9, h^2 = d^2 / 9). Float32: 3.2e-4 at 1.3, 1.7e-4 at
-    1.35, 1.5e-5 at 1.4, 8.8e-7 at 1.45; a longer last step is evaluated instead."""
+    is at most 1 (its value at v = 0; derived and checked at 40 digits in
+    derivations/discrete.py, finish_edge_factors), so |d| <= (eps / 8)^(1 / a) / (alpha
+    - 1) too (a test checks the finish's errors within this bound at 40 digits; at 4/3
+    the bounds agree to the factor: C = 1/9, h^2 = d^2 / 9). Float32: 3.2e-4 at 1.3,
+    1.7e-4 at 1.35, 1.5e-5 at 1.4, 8.8e-7 at 1.45; a longer last step is evaluated
+    instead."""
     bound = math.sqrt(eps / (8 * (1 + 1 / 64) * float(gen.finish_error(alpha))))
     if alpha <= 4 / 3:
         return bound

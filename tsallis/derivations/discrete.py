@@ -437,6 +437,64 @@ def finish_error() -> sp.Expr:
     return errors[0]
 
 
+def finish_edge_factors() -> tuple[sp.Expr, sp.Expr]:
+    """(B_in, B_out): s's finish error over h^a at the support edge, in v = y / h, where
+    h = (alpha - 1)|d| and a = (2 - alpha) / (alpha - 1) is s's power of the state.
+
+    Above 4/3 (1 < a < 2) the factor y^((4 - 3 alpha)/(alpha - 1)) of finish_error is
+    unbounded at the edge, and tsallis.core.discrete._finish_bound bounds s's error by
+    h^a instead: with the state rising (d < 0, entries come in) it is h^a B_in(v), B_in
+    = (v + 1)^a - v^a - a v^(a - 1); falling (d > 0), h^a B_out(v), B_out = (v - 1)_+^a -
+    v^(a - 1) (v - a)_+. Checked here: both against the finish's s' = t [y - r d]_+ (r =
+    finish_rate) at y = v h, and B_in(0) = 1. That 1 bounds both (check_finish_edge_bound
+    at 40 digits): B_in' = a (g(v + 1) - g(v) - g'(v)) with g = x^(a - 1) concave, so
+    B_in falls from 1; B_out is 0 up to v = 1, (v - 1)^a <= (a - 1)^a < 1 up to v = a,
+    and beyond, the Taylor remainder of x^a over a unit step, a (a - 1) xi^(a - 2) / 2 <=
+    a (a - 1)^(a - 1) / 2 < 1 (xi >= a - 1)."""
+    v, h = sp.symbols("v h", positive=True)
+    power = (2 - S.alpha) / (S.alpha - 1)
+    rate = finish_rate()
+    y = v * h
+    t0 = y ** (power - 1)
+    b_in = (v + 1) ** power - v**power - power * v ** (power - 1)
+    b_out = sp.Max(v - 1, 0) ** power - v ** (power - 1) * sp.Max(v - power, 0)
+    # the state moves by (alpha - 1) d = -h (rising) or +h (falling): d = -+h / (alpha - 1)
+    for sign, factor in ((-1, b_in), (1, b_out)):
+        d = sign * h / (S.alpha - 1)
+        exact = sp.Max(y - (S.alpha - 1) * d, 0) ** power
+        finish = t0 * sp.Max(y - rate * d, 0)
+        for at in (sp.Rational(1, 3), sp.Rational(3, 2), 5):  # each branch of the clamps
+            for alpha in (sp.Rational(7, 5), sp.Rational(29, 20)):
+                values = {v: at, S.alpha: alpha}
+                got = sp.nsimplify(sp.simplify(((exact - finish) / h**power).subs(values)))
+                assert sp.simplify(got - factor.subs(values)) == 0, (sign, at, alpha)
+    for alpha in (sp.Rational(4, 3) + sp.Rational(1, 100), sp.Rational(3, 2) - sp.Rational(1, 100)):
+        assert b_in.subs({S.alpha: alpha, v: 0}) == 1, alpha  # (0^(a - 1) = 0: a > 1)
+    return b_in, b_out
+
+
+def check_finish_edge_bound(alphas: tuple[float, ...] = (1.34, 1.4, 1.45, 1.49)) -> float:
+    """The largest of |B_in| and |B_out| (finish_edge_factors) at 40 digits over v from 0
+    to 1e6 (a geometric grid, the clamps' kinks included): at most 1, attained at v = 0."""
+    import mpmath as mp
+
+    b_in, b_out = finish_edge_factors()
+    v = sp.Symbol("v", positive=True)
+    largest = 0.0
+    with mp.workdps(40):
+        grid = [mp.mpf(0)] + [mp.mpf(10) ** (k / 8) for k in range(-64, 49)]
+        for alpha in alphas:
+            a = (2 - mp.mpf(alpha)) / (mp.mpf(alpha) - 1)
+            points = [*grid, mp.mpf(1), a, a + mp.mpf(10) ** -30]
+            for factor in (b_in, b_out):
+                f = sp.lambdify((v, S.alpha), factor, "mpmath")
+                worst = max(abs(f(x, mp.mpf(alpha))) for x in points)
+                if worst > 1 + mp.mpf(10) ** -35:
+                    raise AssertionError(f"finish edge factor {worst} > 1 at alpha = {alpha}")
+                largest = max(largest, float(worst))
+    return largest
+
+
 def derive_discrete() -> KernelSet:
     """Elementwise closed forms of the finite maps.
 
