@@ -2333,5 +2333,5 @@ def test_exp2_band_pass_changes_nothing(alpha, monkeypatch):
         assert torch.equal(results[0][0], results[1][0]), (alpha, spread)
         assert torch.equal(results[0][1], results[1][1]), (alpha, spread)
     assert passes and all(passes), alpha
-    assert not core._slow_exp2_band(torch.zeros(1, dtype=F64), -1022 * 1.5)
-    assert not core._slow_exp2_band(torch.zeros(1), -126 * 7 / 3)  # alpha = 1.3: below
+    assert not core._slow_exp2_band(torch.zeros(1, dtype=F64), -1022 * 1.5, -1022.0)
+    assert not core._slow_exp2_band(torch.zeros(1), -126 * 7 / 3, -126.0)  # alpha = 1.3: below

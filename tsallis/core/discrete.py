@@ -573,19 +573,19 @@ def _finish_bound(eps: float, alpha: float) -> float:
     return min(bound, (eps / 8) ** (1 / power) / (alpha - 1))
 
 
-def _slow_exp2_band(x: Array, argument: float) -> bool:
-    """Whether Torch's exp2 of the floor's ``argument`` (its exponent times log2 of the
-    smallest normal number) lands in the band where it is slow: on float32 CPU tensors
-    (torch 2.13, AMD EPYC Zen 4), exp2 of (1024, 1000) values took 0.16-0.17 ms at
-    arguments above -126 or below -252 and at -inf, but 0.32-0.35 ms from -126.5 to
-    -250 (results below the smallest normal number), where the clamped entries of the
-    "base" state lie for alpha in (4/3, 3/2) (s's power of y in (1, 2)). Setting them to
-    -inf first (one threshold pass, 0.06 ms) is cheaper (tuning.EXP2_BAND). Float64
-    has such a band too (-1022 to about -2045: 0.64 against 0.45 ms), but there the pass
-    took 0.25 ms."""
+def _slow_exp2_band(x: Array, argument: float, log_floor: float) -> bool:
+    """Whether Torch's exp2 of the floor's ``argument`` (its exponent times
+    ``log_floor``, log2 of the smallest normal number) lands in the band where it is
+    slow, from log_floor to twice it: on float32 CPU tensors (torch 2.13, AMD EPYC Zen
+    4), exp2 of (1024, 1000) values took 0.16-0.17 ms at arguments above -126 or below
+    -252 and at -inf, but 0.32-0.35 ms from -126.5 to -250 (results below the smallest
+    normal number), where the clamped entries of the "base" state lie for alpha in
+    (4/3, 3/2) (s's power of y in (1, 2)). Setting them to -inf first (one threshold
+    pass, 0.06 ms) is cheaper (tuning.EXP2_BAND). Float64 has such a band too (-1022 to
+    about -2045: 0.64 against 0.45 ms), but there the pass took 0.25 ms."""
     if not (is_torch_array(x) and x.device.type == "cpu"):
         return False
-    return "float32" in str(x.dtype) and 2 * -126 < argument < -126
+    return "float32" in str(x.dtype) and 2 * log_floor < argument < log_floor
 
 
 def _state_exponents(alpha: float, count: int = 3) -> tuple[float, ...]:
@@ -672,7 +672,7 @@ def _mass(
             log_floor = math.log2(work.floor)
             argument = log_floor * exponent  # the floor's, in the exp2 below
             rounds = argument <= log_floor + math.log2(float(lib.finfo(x.dtype).eps)) - 1
-            if not rounds or (T.EXP2_BAND and _slow_exp2_band(x, argument)):
+            if not rounds or (T.EXP2_BAND and _slow_exp2_band(x, argument, log_floor)):
                 _xs.replace_at_most(log_base, log_floor, -math.inf)
         else:
             log_base, unit = lib.log1p(x, out=s), math.log(2)
@@ -703,7 +703,8 @@ def _mass(
             bent = _xs.row_sum(lib.divide(s, x, out=p))
         # in place, p = s (1 + x) over s: a step touches two arrays, not three (measured
         # (100000, 64) at alpha = 1.3: 78-81 ms, 92-96 with p apart), unless the step is
-        # known to be the last: then p apart saves normalized a pass (s = p / (1 + x));
+        # known to be the last: then p apart saves normalized a pass (s = p / (1 + x)),
+        # or s is wanted apart (keep_s: one division for Halley's t, _Buffers.bent_total);
         # NumPy's s, floored, is always formed from p (exact zeros off the support)
         last = (work.final or work.keep_s) and is_torch_array(x)
         work.p_in_s = work.incremental and not flush and not last
