@@ -1549,6 +1549,20 @@ def test_bookkeeping_by_copies_as_on_a_gpu(monkeypatch):
     assert max(float((a - b).abs().max()) for a, b in zip(views, copies, strict=True)) == 0
 
 
+def test_narrowing_stays_on_the_cpu():
+    """The loop's narrowing views z in NumPy, so it applies to CPU tensors alone: a tensor
+    on another device (meta here; on CUDA, alpha = 1.0001 raised a TypeError from the
+    view) with the same shape and state form is not narrowed."""
+    from types import SimpleNamespace
+
+    from tsallis.core import discrete as core
+
+    work = SimpleNamespace(incremental=True, form="offset")
+    cpu = torch.zeros(1024, 1000)
+    assert core._narrowing_applies(cpu, 1.0001, work, 64)
+    assert not core._narrowing_applies(cpu.to("meta"), 1.0001, work, 64)
+
+
 def test_opaque_row_sums_trace_and_match(monkeypatch):
     """Under torch.compile off the CPU the core's row sums go through the custom op
     tsallis::row_sum (Inductor fused them into Triton reductions that Triton 3.6 failed

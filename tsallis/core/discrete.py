@@ -1209,6 +1209,8 @@ def _narrowing_applies(z: Array, alpha: float | Array, work: _Buffers, steps: in
         return False
     if not (work.incremental and work.form in ("base", "offset") and z.ndim == 2):
         return False
+    if not _eager_cpu(z):  # (a GPU's bookkeeping is in NumPy too, but _narrowed views z)
+        return False
     size = z.shape[-1]
     return size >= T.NARROW_MIN_LENGTH and z.shape[0] * size >= T.COMPACT_ELEMENTS
 
