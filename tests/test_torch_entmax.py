@@ -1548,6 +1548,59 @@ def test_cuda_sorted_maps_check_their_input(alpha):
     assert float((got - entmax(x.double(), alpha)).abs().max()) <= 1e-6
 
 
+@pytest.mark.parametrize(
+    "alpha", [0.7, 1.0001, 1.1, 1.26, 1.3, 1.45, 1.5, 1.7, 2.0, 3.0, "per row"]
+)
+def test_gpu_paths_on_the_cpu(alpha, monkeypatch):
+    """Every alpha through the paths a GPU takes, forced on the CPU: tensors treated as
+    off the CPU (_eager_cpu, _numpy_viewable), per-row values by copies, the sort-based
+    maps at any size, and no NumPy view of a tensor (_view raises, as a CUDA tensor's
+    .numpy() does: at alpha = 1.0001 the narrowing viewed one on an H200). p and the
+    gradient of (p * w).sum() match the CPU's paths: float32 within 1e-6 (p) and 1e-5
+    max|w| (gradient), float64 within 1e-12 and 1e-10; also along dim 0 with a mask."""
+    from array_api_compat import is_torch_array
+
+    from tsallis.core import discrete as core
+
+    gen = torch.Generator().manual_seed(31)
+    # (72, 1000): at least tuning.COMPACT_ELEMENTS values, so that the narrowing and the
+    # rows finished apart are considered
+    x = torch.randn(72, 1000, generator=gen, dtype=F64) * 3
+    x[1, :4] = x[1].max()  # ties at the top
+    x[2, ::2] = float("-inf")
+    w = torch.randn(72, 1000, generator=gen, dtype=F64)
+    mask = torch.rand(72, 1000, generator=gen) > 0.2
+    a = torch.linspace(0.8, 2.6, 72, dtype=F64)[:, None] if alpha == "per row" else alpha
+
+    def run(dtype):
+        out = []
+        for dim, m in ((-1, None), (0, mask.T)):
+            v = (x if dim == -1 else x.T).to(dtype).clone().requires_grad_(True)
+            av = a if isinstance(a, float) else (a if dim == -1 else a.T).to(dtype)
+            p = entmax(v, av, dim=dim, mask=m)
+            (p * (w if dim == -1 else w.T).to(dtype)).sum().backward()
+            out.append((p.detach().double(), v.grad.double()))
+        return out
+
+    expected = {dtype: run(dtype) for dtype in (torch.float32, F64)}
+    view = core._view
+
+    def no_tensor_views(z):
+        if is_torch_array(z):
+            raise TypeError("a GPU tensor has no NumPy view")
+        return view(z)
+
+    monkeypatch.setattr(core, "_eager_cpu", lambda z: not is_torch_array(z))
+    monkeypatch.setattr(core, "_numpy_viewable", lambda z: False)
+    monkeypatch.setattr(core, "_BOOKKEEPING_VIEWS", ())
+    monkeypatch.setattr(core, "_view", no_tensor_views)
+    monkeypatch.setattr(core.T, "SORT_ELEMENTS", {k: 2**40 for k in core.T.SORT_ELEMENTS})
+    for dtype, tol_p, tol_g in ((torch.float32, 1e-6, 1e-5), (F64, 1e-12, 1e-10)):
+        for (p, g), (p0, g0) in zip(run(dtype), expected[dtype], strict=True):
+            assert float((p - p0).abs().max()) <= tol_p, (alpha, dtype)
+            assert float((g - g0).abs().max()) <= tol_g * float(w.abs().max()), (alpha, dtype)
+
+
 def test_bookkeeping_by_copies_as_on_a_gpu(monkeypatch):
     """Off the CPU the eager loop keeps its per-row scalars in NumPy copies (moved to the
     device and back each step), where the CPU uses views: the same NumPy arithmetic, so

@@ -1850,15 +1850,19 @@ def _refined_above_two(
     d = (top - (tau_hi - back)) + (edge - back)
     margin = 8 * eps * (xp.abs(top) + xp.abs(c) + inverse)
     low, high = d + (lo - c) - margin, d + (hi - c) + margin
-    rate = alpha_work - 1
-    if not isinstance(alpha_work, float):  # rows at alpha <= 2: any positive rate
+    rate, power = alpha_work - 1, alpha_work
+    if not isinstance(alpha_work, float):  # rows at alpha <= 2: any positive rate ...
         rate = work_xp.where(alpha_work > 2, rate, 1.0)
+        # ... and the power of alpha = 3 (their map is the loop's): at their own alpha
+        # below 1 the bases' power overflowed (float32 rows at 0.977: inf sums, NumPy's
+        # "invalid value" warning, and steps until the bracket closed)
+        power = work_xp.where(alpha_work > 2, alpha_work, 3.0)
     shifted = lib.subtract(z, to_work(tau_hi))  # z - tau_hi, fresh: z is the caller's
     base = work_xp.empty_like(z)
 
     def evaluate(d: Array) -> tuple[Array, Array, Array, Array]:
         lib.multiply(lib.subtract(shifted, to_work(d), out=base), rate, out=base)
-        p = work_xp.astype(gen.entmax_from_base(base, alpha_work), z.dtype, copy=False)
+        p = work_xp.astype(gen.entmax_from_base(base, power), z.dtype, copy=False)
         # s = p / base, as the loop's s = p / (1 + x) (_over_one_plus), not a second power
         # (gppr_weights; float64 (1024, 1000) at alpha = 5, one evaluation: 8 ms -> 1.5)
         s = _over_base(p, base)
@@ -1872,6 +1876,8 @@ def _refined_above_two(
         low, high = xp.where(more, d, low), xp.where(more, high, d)
         size_d = xp.maximum(xp.abs(low), xp.abs(high))
         done = (xp.abs(g) <= 4 * eps) | (high - low <= 4 * eps * size_d)
+        if not isinstance(alpha, float):  # (rows at alpha <= 2 keep the loop's map)
+            done = done | (alpha <= 2)
         if on_host and bool(xp.all(done)):
             at_d = True
             break
