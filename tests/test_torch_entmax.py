@@ -1601,6 +1601,65 @@ def test_gpu_paths_on_the_cpu(alpha, monkeypatch):
             assert float((g - g0).abs().max()) <= tol_g * float(w.abs().max()), (alpha, dtype)
 
 
+@pytest.mark.parametrize(
+    "values", [(1.3,), (1.1, 1.5, 2.0, 1.0), (0.7, 1.3, 2.5, 4.0), (1.2, 1.2001, 1.9)]
+)
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_alpha_groups_match_the_array_loop(values, dtype, monkeypatch):
+    """An alpha tensor with few distinct values (one per head: (1, H, 1) against (B, H,
+    K) scores, along dim -1 and, transposed, dim 0 with a mask) is solved as Python
+    floats on each value's rows: p, the gradients in x and in alpha as the array's own
+    loop gives them (tuning.ALPHA_GROUPS = 0): float32 within 1e-6 (p) and 1e-5 x
+    max|w|, float64 1e-12 and 1e-10 (gradients in alpha relative to their size); and
+    the grouping ran (entmax_map called once per value)."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    gen = torch.Generator().manual_seed(41)
+    heads = 4
+    x = (torch.randn(6, heads, 300, generator=gen, dtype=F64) * 2).to(dtype)
+    x[0, 1, ::3] = float("-inf")
+    w = torch.randn(6, heads, 300, generator=gen, dtype=F64).to(dtype)
+    mask = torch.rand(6, heads, 300, generator=gen) > 0.1
+    alpha = torch.tensor(values, dtype=dtype)[torch.arange(heads) % len(values)]
+
+    def run():
+        out = []
+        for dim, m in ((-1, None), (0, mask)):
+            v = (x if dim == -1 else x.movedim(-1, 0)).clone().requires_grad_(True)
+            a = alpha.reshape(1, heads, 1) if dim == -1 else alpha.reshape(1, 1, heads)
+            a = a.clone().requires_grad_(True)
+            mm = None if m is None else m.movedim(-1, 0)
+            p = entmax(v, a, dim=dim, mask=mm)
+            (p * (w if dim == -1 else w.movedim(-1, 0))).sum().backward()
+            out += [p.detach(), v.grad, a.grad]
+        return out
+
+    calls = []
+    entmax_map = core.entmax_map
+
+    def counted(z, alpha, *args, **kwargs):
+        calls.append(alpha)
+        return entmax_map(z, alpha, *args, **kwargs)
+
+    monkeypatch.setattr(core, "entmax_map", counted)
+    grouped = run()
+    assert sum(isinstance(a, float) for a in calls) == 2 * len(set(values))
+    monkeypatch.setattr(tuning, "ALPHA_GROUPS", 0)
+    calls.clear()
+    looped = run()
+    assert not any(isinstance(a, float) for a in calls)
+    tol_p, tol_g = (1e-6, 1e-5) if dtype == torch.float32 else (1e-12, 1e-10)
+    for index, (g, o) in enumerate(zip(grouped, looped, strict=True)):
+        error = float((g - o).abs().max())
+        if index % 3 == 0:
+            assert error <= tol_p, (index, error)
+        elif index % 3 == 1:
+            assert error <= tol_g * float(w.abs().max()), (index, error)
+        else:
+            assert error <= tol_g * max(float(o.abs().max()), 1.0), (index, error)
+
+
 def test_bookkeeping_by_copies_as_on_a_gpu(monkeypatch):
     """Off the CPU the eager loop keeps its per-row scalars in NumPy copies (moved to the
     device and back each step), where the CPU uses views: the same NumPy arithmetic, so

@@ -1970,6 +1970,70 @@ def _short_rows(z: Array, alpha: float) -> bool:
     return is_torch_array(z) and lengths is not None and lengths[0] <= z.shape[-1] <= lengths[1]
 
 
+def _alpha_groups(z: Array, alpha: float | Array, on_host: bool) -> list | None:
+    """[(alpha value, its rows as 1-D integers in NumPy, or None for every row)] over z's
+    rows flattened to 2-D, where ``alpha`` is an array holding at most
+    tuning.ALPHA_GROUPS distinct values (off the CPU ALPHA_GROUPS_OFF_CPU; one host read
+    of alpha), in eager mode; else None (a Python float, torch.compile, or more values:
+    the array's own loop).
+
+    Examples:
+        >>> import numpy as np
+        >>> _alpha_groups(np.zeros((3, 4)), np.array([[1.5], [2.0], [1.5]]), True)
+        [(1.5, array([0, 2])), (2.0, array([1]))]
+    """
+    if isinstance(alpha, float) or not on_host or _xs._torch_compiling(z) or z.ndim < 1:
+        return None
+    rows = math.prod(z.shape[:-1])
+    values = alpha.detach().cpu().numpy() if is_torch_array(alpha) else np.asarray(alpha)
+    values = np.broadcast_to(values, (*z.shape[:-1], 1)).reshape(rows)
+    distinct = np.unique(values)
+    limit = T.ALPHA_GROUPS if _eager_cpu(z) else T.ALPHA_GROUPS_OFF_CPU
+    if distinct.size > limit or not np.isfinite(distinct).all():
+        return None
+    if distinct.size == 1:
+        return [(float(distinct[0]), None)]
+    return [(float(v), np.flatnonzero(values == v)) for v in distinct]
+
+
+def _grouped_map(
+    z: Array, groups: list, top: Array | None, compute: Callable
+) -> tuple[Array, Array | None, Array | None]:
+    """entmax_map's (p, s / sum(s) or None, sum(s) or None) over z, each group's rows
+    by ``compute(rows of z, their top, alpha value)``; a ColumnSlopes s is scattered
+    into the whole rows (the groups' column counts differ)."""
+    size = z.shape[-1]
+    flat = z.reshape(-1, size)
+    flat_top = None if top is None else top.reshape(-1, 1)
+    parts = []
+    for value, rows in groups:
+        if rows is None:  # (one value: every row)
+            part = compute(flat, flat_top, value)
+        else:
+            top_rows = None if flat_top is None else _take_rows(flat_top, rows)
+            part = compute(_take_rows(flat, rows), top_rows, value)
+        p, s, scale = part
+        if isinstance(s, ColumnSlopes):
+            s = _xs.scattered(s.values, s.columns, size)
+        parts.append((rows, p, s, scale))
+    if len(parts) == 1:
+        outs = parts[0][1:]
+    else:
+        outs = []
+        for index in range(3):
+            if parts[0][1 + index] is None:
+                outs.append(None)
+                continue
+            first = parts[0][1 + index]
+            out = _xs.namespace(first).empty(
+                (flat.shape[0], first.shape[-1]), dtype=first.dtype, device=_device(first)
+            )
+            for rows, *values in parts:
+                _put_rows(out, rows, values[index])
+            outs.append(out)
+    return tuple(None if v is None else v.reshape((*z.shape[:-1], v.shape[-1])) for v in outs)
+
+
 def entmax_map(
     z: Array,
     alpha: float | Array,
@@ -2007,6 +2071,12 @@ def entmax_map(
         if _viewable_small(z, T.NUMPY_VIEW_ELEMENTS):
             return _on_views(z, top, lambda v, top: _sorted_map(v, alpha, slopes, top))
         return _sorted_map(z, alpha, slopes, top)
+
+    groups = _alpha_groups(z, alpha, on_host)
+    if groups is not None:  # few distinct alphas: each as a Python float on its rows
+        return _grouped_map(
+            z, groups, top, lambda v, t, a: entmax_map(v, a, steps, on_host, t, loop, slopes)
+        )
 
     def newton(v: Array, top: Array | None, loop: Callable | None = None) -> tuple:
         if not slopes:
