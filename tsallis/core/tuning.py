@@ -490,9 +490,12 @@ ABOVE_TWO_SHARE = 0.9
 # attention head, say) is solved as that many Python-float alphas on their rows
 # (core.discrete._alpha_groups), whose loops have the float paths' starts, Halley steps
 # and state forms: the array's own loop evaluates the generated power series at every
-# step. Float32 (1024, 1000) N(0, 1) rows, forward + backward, torch 2.13 on the 2-core
-# Xeon, before / after: measured in the commit that added it (README, "Per-row alpha").
-# Off the CPU (a GPU) each group is a call of its own, host-bound (1.5-2 ms at (1024,
-# 1000) on an H200), against 8-12 ms for the array's loop: ALPHA_GROUPS_OFF_CPU.
+# step. Float32 (1024, 1000) N(0, 1) rows, forward + backward, one process alternating,
+# array loop / grouped, ms: CPU (torch 2.13, 2-core Xeon) one value 1.5 193 / 5.0, 1.3
+# with the alpha-gradient 135 / 16, 8 heads 1.1-1.9 160 / 18 (with the alpha-gradient
+# 212 / 36), 16 heads 1.05-1.95 170 / 27, 4 heads 1.2-3 731 / 26. Off the CPU each
+# group is a call of its own, host-bound: on an H200 (torch 2.11) heads in 1.1-1.9, 1
+# 6.2 / 3.8, 2 9.4 / 5.0, 4 7.0 / 7.2, 8 7.7 / 12.8, 16 9.9 / 28.7; 4 heads 1.2-3
+# 17.1 / 12.4. Hence ALPHA_GROUPS_OFF_CPU.
 ALPHA_GROUPS = 16
 ALPHA_GROUPS_OFF_CPU = 4
