@@ -502,14 +502,40 @@ def exprel(x: Array) -> Array:
     if isinstance(x, np.ndarray):  # SciPy's ufunc: one call (4 us against 14 on 1024
         return _sp.exprel(x)  # values; both within 1 ulp of mpmath on +-[1e-300, 100])
     xp = namespace(x)
+    if _undifferentiated(x):  # (as log1prel: expm1 is exact to an ulp for small x; in
+        # eager mode the library's own, which Inductor's decomposition does not reach)
+        zero = xp.abs(x) < xp.finfo(x.dtype).tiny  # (as log1prel)
+        return xp.where(zero, 1.0, xp.expm1(x) / xp.where(zero, 1.0, x))
     small = xp.abs(x) < constant("_SERIES_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)
     return xp.where(small, _horner(x, constant("_EXPREL_TERMS")), expm1(safe) / safe)
 
 
+def _undifferentiated(x: Array) -> bool:
+    """Whether nothing differentiates through x: a NumPy array, or a tensor in eager mode
+    that autograd does not track."""
+    if not is_torch_array(x):
+        return True
+    torch = sys.modules["torch"]
+    return not (x.requires_grad and torch.is_grad_enabled()) and not _torch_compiling(x)
+
+
 def log1prel(x: Array) -> Array:
-    """log(1 + x) / x, equal to 1 at x = 0, with finite gradients (x > -1)."""
+    """log(1 + x) / x, equal to 1 at x = 0, with finite gradients (x > -1).
+
+    Where nothing differentiates through x, log1p(x) / x itself (1 at 0): log1p is exact
+    to an ulp for small x, so the quotient is too (measured against mpmath on 7000
+    values from -0.99 to 1e-2 and down to 1e-45: 1.46 ulps in NumPy float32, 1.28 for
+    the series; 1.0 / 1.0 in float64). The series below the cutoff is for autograd, whose
+    derivative of the quotient is 0 / 0 at x = 0. Six passes instead of about thirty:
+    the array-alpha Newton loop's evaluation (float32 (1024, 1000)) took 25 ms, of which
+    the series 9.
+    """
     xp, (x,) = arrays(x)
+    if _undifferentiated(x):  # (|x| below the smallest normal: 1; Torch's CPU log1p
+        # takes a float32 subnormal for 0, and the quotient was 0)
+        zero = xp.abs(x) < xp.finfo(x.dtype).tiny
+        return xp.where(zero, 1.0, xp.log1p(x) / xp.where(zero, 1.0, x))
     small = xp.abs(x) < constant("_SERIES_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)
     return xp.where(small, _horner(x, constant("_LOG1PREL_TERMS")), xp.log1p(safe) / safe)
