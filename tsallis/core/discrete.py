@@ -718,9 +718,14 @@ def _mass(
     # (log_exp_beta is for alpha >= 1 at -inf: -inf entries are set apart)
     lib.subtract(shifted, c, out=x)  # f
     finite = x > -math.inf
-    log_p = _deformed.log_exp_beta(xp.where(finite, x, 0.0), 2 - alpha)
+    f = xp.where(finite, x, 0.0)
+    log_p = _deformed.log_exp_beta(f, 2 - alpha)
     p = xp.exp(xp.where(finite, log_p, -math.inf))
-    work.p, work.s = p, gppr_weights(p, alpha)
+    # s = p^(2 - alpha) = p / (1 + (alpha - 1) f), a division where the power took three
+    # selections and a pow (float32 (1024, 1000), alphas from 2.1 to 3 per row: an
+    # evaluation 17 -> 13 ms); 1 + (alpha - 1) f keeps its relative precision (it is not
+    # raised to a power here), and where it is 0 or below, p is 0 (_over_base)
+    work.p, work.s = p, _over_base(p, 1 + (alpha - 1) * f)
     return _xs.row_sum(p), _xs.row_sum(work.s), None
 
 
