@@ -1228,7 +1228,12 @@ def test_learned_scalar_alpha_takes_the_float_paths(alpha):
     for shape in ((), (128, 1)):
         xg = x.clone().requires_grad_(True)
         a = torch.full(shape, alpha, dtype=F64, requires_grad=True)
-        with mock.patch.object(core, "entmax_alpha_gradient", spy):
+        # (the rows' alpha through the array's own loop: not grouped as one float)
+        groups = 0 if shape else core.T.ALPHA_GROUPS
+        with (
+            mock.patch.object(core, "entmax_alpha_gradient", spy),
+            mock.patch.object(core.T, "ALPHA_GROUPS", groups),
+        ):
             (entmax(xg, a) * w).sum().backward()
         grads.append((xg.grad, a.grad.sum()))
     assert seen == ["ColumnSlopes", "Tensor"]

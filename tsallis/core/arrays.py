@@ -504,7 +504,7 @@ def exprel(x: Array) -> Array:
     xp = namespace(x)
     if _undifferentiated(x):  # (as log1prel: expm1 is exact to an ulp for small x; in
         # eager mode the library's own, which Inductor's decomposition does not reach)
-        zero = xp.abs(x) < xp.finfo(x.dtype).tiny  # (as log1prel)
+        zero = xp.abs(x) < xp.finfo(x.dtype).smallest_normal  # (as log1prel)
         return xp.where(zero, 1.0, xp.expm1(x) / xp.where(zero, 1.0, x))
     small = xp.abs(x) < constant("_SERIES_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)
@@ -534,7 +534,7 @@ def log1prel(x: Array) -> Array:
     xp, (x,) = arrays(x)
     if _undifferentiated(x):  # (|x| below the smallest normal: 1; Torch's CPU log1p
         # takes a float32 subnormal for 0, and the quotient was 0)
-        zero = xp.abs(x) < xp.finfo(x.dtype).tiny
+        zero = xp.abs(x) < xp.finfo(x.dtype).smallest_normal
         return xp.where(zero, 1.0, xp.log1p(x) / xp.where(zero, 1.0, x))
     small = xp.abs(x) < constant("_SERIES_CUTOFF")
     safe = xp.where(small, xp.ones_like(x), x)

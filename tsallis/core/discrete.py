@@ -2005,37 +2005,32 @@ def _grouped_map(
     z: Array, groups: list, top: Array | None, compute: Callable
 ) -> tuple[Array, Array | None, Array | None]:
     """entmax_map's (p, s / sum(s) or None, sum(s) or None) over z, each group's rows
-    by ``compute(rows of z, their top, alpha value)``; a ColumnSlopes s is scattered
-    into the whole rows (the groups' column counts differ)."""
+    by ``compute(rows of z, their top, alpha value)``; with several groups a ColumnSlopes
+    s is scattered into the whole rows (the groups' column counts differ), with one the
+    call's own result is returned (ColumnSlopes too)."""
+    if len(groups) == 1:  # (one value: every row, as that float's call returns them)
+        return compute(z, top, groups[0][0])
     size = z.shape[-1]
     flat = z.reshape(-1, size)
     flat_top = None if top is None else top.reshape(-1, 1)
     parts = []
     for value, rows in groups:
-        if rows is None:  # (one value: every row)
-            part = compute(flat, flat_top, value)
-        else:
-            top_rows = None if flat_top is None else _take_rows(flat_top, rows)
-            part = compute(_take_rows(flat, rows), top_rows, value)
-        p, s, scale = part
+        top_rows = None if flat_top is None else _take_rows(flat_top, rows)
+        p, s, scale = compute(_take_rows(flat, rows), top_rows, value)
         if isinstance(s, ColumnSlopes):
             s = _xs.scattered(s.values, s.columns, size)
         parts.append((rows, p, s, scale))
-    if len(parts) == 1:
-        outs = parts[0][1:]
-    else:
-        outs = []
-        for index in range(3):
-            if parts[0][1 + index] is None:
-                outs.append(None)
-                continue
-            first = parts[0][1 + index]
-            out = _xs.namespace(first).empty(
-                (flat.shape[0], first.shape[-1]), dtype=first.dtype, device=_device(first)
-            )
-            for rows, *values in parts:
-                _put_rows(out, rows, values[index])
-            outs.append(out)
+    outs = []
+    for index in range(3):
+        first = parts[0][1 + index]
+        if first is None:
+            outs.append(None)
+            continue
+        shape = (flat.shape[0], first.shape[-1])
+        out = _xs.namespace(first).empty(shape, dtype=first.dtype, device=_device(first))
+        for rows, *values in parts:
+            _put_rows(out, rows, values[index])
+        outs.append(out)
     return tuple(None if v is None else v.reshape((*z.shape[:-1], v.shape[-1])) for v in outs)
 
 
