@@ -1665,6 +1665,43 @@ def test_alpha_groups_match_the_array_loop(values, dtype, monkeypatch):
             assert error <= tol_g * max(float(o.abs().max()), 1.0), (index, error)
 
 
+def test_many_alphas_on_both_sides_of_two_split(monkeypatch):
+    """An alpha per row with more distinct values than tuning.ALPHA_GROUPS, on both sides
+    of 2 (float64 (256, 800), -inf entries; the rows above 2 hold more than
+    tuning.COMPACT_ELEMENTS values): the rows above 2 are solved apart (their
+    loop packs the entries near each row's maximum), and p, dL/dx and dL/dalpha match
+    each row solved alone at its alpha as a learned scalar (the float paths): 1e-12,
+    1e-10 and 1e-9 relative."""
+    from tsallis.core import discrete as core
+
+    gen = torch.Generator().manual_seed(43)
+    x = torch.randn(256, 800, generator=gen, dtype=F64) * 2
+    x[5, ::3] = float("-inf")
+    w = torch.randn(256, 800, generator=gen, dtype=F64)
+    alpha = torch.linspace(0.8, 2.6, 256, dtype=F64)[:, None]
+    packed = []
+    support = core._above_two_support
+
+    def spy(z, a, *args):
+        applies = support(z, a, *args)
+        packed.append(applies and not isinstance(a, float))
+        return applies
+
+    monkeypatch.setattr(core, "_above_two_support", spy)
+    xg, ag = x.clone().requires_grad_(True), alpha.clone().requires_grad_(True)
+    p = entmax(xg, ag)
+    (p * w).sum().backward()
+    assert any(packed)  # (the rows above 2, packed with their own alphas)
+    for row in range(256):
+        xr = x[row : row + 1].clone().requires_grad_(True)
+        ar = alpha[row, 0].clone().requires_grad_(True)
+        pr = entmax(xr, ar)
+        (pr * w[row : row + 1]).sum().backward()
+        assert float((pr - p[row]).abs().max()) <= 1e-12, row
+        assert float((xr.grad - xg.grad[row]).abs().max()) <= 1e-10 * float(w.abs().max())
+        assert abs(float(ar.grad - ag.grad[row, 0])) <= 1e-9 * max(abs(float(ar.grad)), 1.0)
+
+
 def test_bookkeeping_by_copies_as_on_a_gpu(monkeypatch):
     """Off the CPU the eager loop keeps its per-row scalars in NumPy copies (moved to the
     device and back each step), where the CPU uses views: the same NumPy arithmetic, so

@@ -1306,19 +1306,24 @@ def _above_two_support(
     z: Array, alpha: float | Array, on_host: bool, threshold: bool, start: Any
 ) -> bool:
     """Whether entmax_newton first packs the entries that can be in the support at all
-    (_above_two_packed): a Python-float alpha > 2 in eager mode on the host (NumPy, or a
-    CPU tensor), rows of at least tuning.NARROW_MIN_LENGTH entries and at least
-    tuning.COMPACT_ELEMENTS values in all, not in threshold mode nor resumed."""
-    if not (on_host and isinstance(alpha, float) and alpha > 2.0 and not threshold):
-        return False
-    if start is not None or z.ndim < 2 or not _eager_cpu(z):
+    (_above_two_packed): a Python-float alpha > 2, or an alpha array above 2 in every
+    row, in eager mode on the host (NumPy, or a CPU tensor), rows of at least
+    tuning.NARROW_MIN_LENGTH entries and at least tuning.COMPACT_ELEMENTS values in all,
+    not in threshold mode nor resumed."""
+    if not on_host or threshold or start is not None or z.ndim < 2 or not _eager_cpu(z):
         return False
     size = z.shape[-1]
-    return size >= T.NARROW_MIN_LENGTH and math.prod(z.shape) >= T.COMPACT_ELEMENTS
+    if size < T.NARROW_MIN_LENGTH or math.prod(z.shape) < T.COMPACT_ELEMENTS:
+        return False
+    if isinstance(alpha, float):
+        return alpha > 2.0
+    # an alpha array (a CPU tensor here, or NumPy) with every row above 2
+    return bool(np.all(_view(alpha) > 2.0))
 
 
-def _above_two_packed(z: Array, top: Array, alpha: float) -> tuple[Array, _Narrowed] | None:
-    """For alpha > 2: the entries of each row of 2-D z within 1/(alpha - 1) of its maximum
+def _above_two_packed(z: Array, top: Array, alpha: float | Array) -> tuple[Array, _Narrowed] | None:
+    """For alpha > 2 (a float, or an array of one per row, (R, 1)): the entries of each
+    row of 2-D z within 1/(alpha - 1) of its maximum
     ``top``, packed to the left of a (R, width) array of z's kind padded with -inf, and
     how to put them back (_Narrowed; its shift and start unused); None where some row
     keeps more than tuning.ABOVE_TWO_SHARE of its entries.
@@ -1334,7 +1339,8 @@ def _above_two_packed(z: Array, top: Array, alpha: float) -> tuple[Array, _Narro
     """
     values = _view(z)
     eps = float(np.finfo(values.dtype).eps)
-    reach = (1 / (alpha - 1)) * (1 + 8 * eps)
+    rate = alpha - 1 if isinstance(alpha, float) else np.asarray(_view(alpha), np.float64) - 1
+    reach = (1 / rate) * (1 + 8 * eps)
     bound = np.asarray(_view(top), dtype=values.dtype).reshape(-1, 1) - reach
     places = np.flatnonzero(values > bound)
     packed = _packed(z, places, T.ABOVE_TWO_SHARE)
@@ -1345,16 +1351,24 @@ def _above_two_packed(z: Array, top: Array, alpha: float) -> tuple[Array, _Narro
 
 
 def _on_above_two_support(
-    z: Array, alpha: float, steps: int | None, slopes: bool | str, top: Array | None, loop: Any
+    z: Array,
+    alpha: float | Array,
+    steps: int | None,
+    slopes: bool | str,
+    top: Array | None,
+    loop: Any,
 ) -> Array | tuple | None:
-    """entmax_newton at alpha > 2 over the entries that can be in the support
-    (_above_two_packed), its p and s put back among zeros; None where the entries kept
-    would be too many. z of any rank (its rows flattened to 2-D)."""
+    """entmax_newton at alpha > 2 (a float, or an array above 2 in every row) over the
+    entries that can be in the support (_above_two_packed), its p and s put back among
+    zeros; None where the entries kept would be too many. z of any rank (its rows
+    flattened to 2-D, an alpha array's with them)."""
     size = z.shape[-1]
     flat = z.reshape(-1, size)
     if top is None:
         top = _xs.namespace(flat).max(flat, axis=-1, keepdims=True)
     flat_top = top.reshape(-1, 1)
+    if not isinstance(alpha, float):
+        alpha = _xs.namespace(alpha).broadcast_to(alpha, (*z.shape[:-1], 1)).reshape(-1, 1)
     packed = _above_two_packed(flat, flat_top, alpha)
     if packed is None:
         return None
@@ -1979,8 +1993,10 @@ def _alpha_groups(z: Array, alpha: float | Array, on_host: bool) -> list | None:
     """[(alpha value, its rows as 1-D integers in NumPy, or None for every row)] over z's
     rows flattened to 2-D, where ``alpha`` is an array holding at most
     tuning.ALPHA_GROUPS distinct values (off the CPU ALPHA_GROUPS_OFF_CPU; one host read
-    of alpha), in eager mode; else None (a Python float, torch.compile, or more values:
-    the array's own loop).
+    of alpha), in eager mode; with more values on both sides of 2, on the host, two
+    groups, [(the alphas of the rows at most 2 (n, 1), their rows), (those above 2, their
+    rows)]; else None (a Python float, torch.compile, or more values on one side: the
+    array's own loop).
 
     Examples:
         >>> import numpy as np
@@ -1994,8 +2010,21 @@ def _alpha_groups(z: Array, alpha: float | Array, on_host: bool) -> list | None:
     values = np.broadcast_to(values, (*z.shape[:-1], 1)).reshape(rows)
     distinct = np.unique(values)
     limit = T.ALPHA_GROUPS if _eager_cpu(z) else T.ALPHA_GROUPS_OFF_CPU
-    if distinct.size > limit or not np.isfinite(distinct).all():
+    if not np.isfinite(distinct).all():
         return None
+    if distinct.size > limit:
+        # many values on both sides of 2 (on the host): the rows above 2 apart, whose
+        # loop packs the entries near each row's maximum (_above_two_support), where
+        # together every step evaluated every row until the rows above 2 were done
+        above = values > 2
+        if not (_eager_cpu(z) and above.any() and not above.all()):
+            return None
+        flat = alpha.reshape(-1, 1) if alpha.shape[:-1] == z.shape[:-1] else None
+        if flat is None:
+            flat = _xs.namespace(alpha).broadcast_to(alpha, (*z.shape[:-1], 1))
+            flat = flat.reshape(-1, 1)
+        sides = (np.flatnonzero(~above), np.flatnonzero(above))
+        return [(_take_rows(flat, rows), rows) for rows in sides]
     if distinct.size == 1:
         return [(float(distinct[0]), None)]
     return [(float(v), np.flatnonzero(values == v)) for v in distinct]
