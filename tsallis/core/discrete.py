@@ -1323,10 +1323,10 @@ def _above_two_support(
 
 def _above_two_packed(z: Array, top: Array, alpha: float | Array) -> tuple[Array, _Narrowed] | None:
     """For alpha > 2 (a float, or an array of one per row, (R, 1)): the entries of each
-    row of 2-D z within 1/(alpha - 1) of its maximum
-    ``top``, packed to the left of a (R, width) array of z's kind padded with -inf, and
-    how to put them back (_Narrowed; its shift and start unused); None where some row
-    keeps more than tuning.ABOVE_TWO_SHARE of its entries.
+    row of 2-D z within 1/(alpha - 1) of its maximum ``top``, packed to the left of a
+    (R, width) array of z's kind padded with -inf, and how to put them back (_Narrowed;
+    its shift and start unused); None where some row keeps more than
+    tuning.ABOVE_TWO_SHARE of its entries.
 
     The shift c (relative to the maximum) is at least 0, where the top entry alone has
     mass 1, and every entry with z - max <= -1/(alpha - 1) has base 1 + (alpha - 1)(z -
@@ -1350,6 +1350,12 @@ def _above_two_packed(z: Array, top: Array, alpha: float | Array) -> tuple[Array
     return narrow, _Narrowed(z, top, places, slots, None, None)
 
 
+def _row_alphas(alpha: Array, z: Array) -> Array:
+    """An alpha array broadcasting to z's rows, as one per row of z flattened to 2-D,
+    (R, 1)."""
+    return _xs.namespace(alpha).broadcast_to(alpha, (*z.shape[:-1], 1)).reshape(-1, 1)
+
+
 def _on_above_two_support(
     z: Array,
     alpha: float | Array,
@@ -1368,7 +1374,7 @@ def _on_above_two_support(
         top = _xs.namespace(flat).max(flat, axis=-1, keepdims=True)
     flat_top = top.reshape(-1, 1)
     if not isinstance(alpha, float):
-        alpha = _xs.namespace(alpha).broadcast_to(alpha, (*z.shape[:-1], 1)).reshape(-1, 1)
+        alpha = _row_alphas(alpha, z)
     packed = _above_two_packed(flat, flat_top, alpha)
     if packed is None:
         return None
@@ -1870,12 +1876,12 @@ def _refined_above_two(
     margin = 8 * eps * (xp.abs(top) + xp.abs(c) + inverse)
     low, high = d + (lo - c) - margin, d + (hi - c) + margin
     rate, power = alpha_work - 1, alpha_work
-    if not isinstance(alpha_work, float):  # rows at alpha <= 2: any positive rate ...
-        rate = work_xp.where(alpha_work > 2, rate, 1.0)
-        # ... and the power of alpha = 3 (their map is the loop's): at their own alpha
-        # below 1 the bases' power overflowed (float32 rows at 0.977: inf sums, NumPy's
-        # "invalid value" warning, and steps until the bracket closed)
-        power = work_xp.where(alpha_work > 2, alpha_work, 3.0)
+    if not isinstance(alpha_work, float):
+        # rows at alpha <= 2 keep the loop's map (counted done below): alpha = 2's rate
+        # and power stand in, where at their own alpha below 1 the bases' power
+        # overflowed (float32 rows at 0.977: inf sums, NumPy's "invalid value" warning)
+        above = alpha_work > 2
+        rate, power = work_xp.where(above, rate, 1.0), work_xp.where(above, alpha_work, 2.0)
     shifted = lib.subtract(z, to_work(tau_hi))  # z - tau_hi, fresh: z is the caller's
     base = work_xp.empty_like(z)
 
@@ -2019,10 +2025,7 @@ def _alpha_groups(z: Array, alpha: float | Array, on_host: bool) -> list | None:
         above = values > 2
         if not (_eager_cpu(z) and above.any() and not above.all()):
             return None
-        flat = alpha.reshape(-1, 1) if alpha.shape[:-1] == z.shape[:-1] else None
-        if flat is None:
-            flat = _xs.namespace(alpha).broadcast_to(alpha, (*z.shape[:-1], 1))
-            flat = flat.reshape(-1, 1)
+        flat = _row_alphas(alpha, z)
         sides = (np.flatnonzero(~above), np.flatnonzero(above))
         return [(_take_rows(flat, rows), rows) for rows in sides]
     if distinct.size == 1:
@@ -2102,7 +2105,7 @@ def entmax_map(
         return _sorted_map(z, alpha, slopes, top)
 
     groups = _alpha_groups(z, alpha, on_host)
-    if groups is not None:  # few distinct alphas: each as a Python float on its rows
+    if groups is not None:  # few alphas (each a Python float) or the two sides of 2
         return _grouped_map(
             z, groups, top, lambda v, t, a: entmax_map(v, a, steps, on_host, t, loop, slopes)
         )
