@@ -452,12 +452,15 @@ GROUPED_MIN_LENGTH = 128
 GROUPED_ALPHA = 1.2
 GROUPED_TENSOR_ALPHA = 1.36
 
-# The eager Newton loop (a Python-float alpha <= 2, calls of at least COMPACT_ELEMENTS
+# The eager Newton loop (a Python-float alpha, calls of at least COMPACT_ELEMENTS
 # values) finishes its last rows apart once at most a fraction STRAGGLERS of them is
 # left (core.discrete.entmax_newton): otherwise every step evaluates every row again.
 # Measured (float32 (1024, 1000), forward + backward): sparsemax 7.5 -> 5.5 ms with the
 # start above (6.8 with the start alone); a quarter cost alpha = 1.5 200 MB more at
-# (65536, 1000), where 17% of the rows were left, and saved 0.1 ms.
+# (65536, 1000), where 17% of the rows were left, and saved 0.1 ms. Above 2 too
+# (2026-11-28; their refinement then skips those rows): N(0, 0.1^2) rows at 5, packed,
+# took all 64 steps over every row while two were left (forward alone 258 -> 107 ms,
+# one run each).
 COMPACT_ELEMENTS = 1 << 16
 STRAGGLERS = 0.125
 
@@ -485,6 +488,18 @@ NARROW_SHARE = 0.1
 # / 52 / 52; N(0, 0.05^2) at 10 (40%) 333 / 338 / 153 / 147; N(0, 0.1^2) at 5 (52%) 269
 # / 262 / 267 / 148.
 ABOVE_TWO_SHARE = 0.9
+
+# ... and before that, the loop solves each row's ABOVE_TWO_LARGEST[0] largest entries
+# alone (core.discrete._above_two_rows): rows whose smallest kept entry gets p = 0 are
+# done, the others take the next width, then the packing above. Torch's topk of 8 took
+# 1.4 ms on a float64 (1024, 1000) array, of 16 to 64 4.5-5.6 (NumPy's argpartition 9),
+# an evaluation of the whole rows 3.7. Float32 (1024, 1000), forward + backward, two
+# alternations of processes, before (packing alone) / after, ms: N(0, 0.01^2) rows at
+# 2.5 (supports of 34: the 64) 91-100 / 25-27, at 5 267-328 / 18-19, at 10 577-685 /
+# 29-31; N(0, 0.1^2) 73-82 / 24-28, 123-149 / 16-17, 63-67 / 29-30; N(0, 1) at 2.5 to 10
+# level (11.5-12.4 / 10.2-11.9 at 2.5, 29-33 / 29-31 at 10). (8,) alone took 83 and 91
+# ms at 2.5 on N(0, 0.03^2) and N(0, 0.01^2) rows (supports of 18 and 34: packed).
+ABOVE_TWO_LARGEST = (8, 64)
 
 # An alpha array (one per row) holding at most ALPHA_GROUPS distinct values (one per
 # attention head, say) is solved as that many Python-float alphas on their rows
