@@ -127,6 +127,40 @@ def test_constant_rows_far_above_two_are_uniform(alpha):
             assert np.abs(p - 1 / size).max() <= 1e-15
 
 
+@pytest.mark.parametrize("alpha", [2.5, 5.0, 30.0])
+def test_huge_rows_in_long_batches_above_two(alpha):
+    """Rows of huge scores among N(0, 1) rows in a batch long enough for the loop's
+    narrowing above 2 (core.discrete._above_two_rows, (100, 1000)): a constant row of
+    1e30 (uniform), one spread from -1e30 to 1e30 (all mass on its maximum), a constant
+    row of -1e30 and one with every other entry at 3e29 (2/K on those). There 1/(alpha -
+    1) is below half an ulp of the maximum, the packing's bound rounded to the maximum
+    and kept no entry, and those rows came out as zeros. p within 1e-15 (float64, NumPy)
+    or float32's rounding of 1/K of these values; dL/dz finite, but for float32 at 30 on
+    the three uniform rows' supports: there dL/dz = s (g - <s, g> / sum(s)) with s =
+    p^(2 - alpha) = 1e84 (K = 1000), beyond float32's range, and it is +-inf (no NaN)."""
+    size = 1000
+    gen = torch.Generator().manual_seed(12)
+    x = torch.randn(100, size, generator=gen, dtype=F64)
+    x[8], x[10], x[11, ::2] = 1e30, -1e30, 3e29
+    x[9] = torch.linspace(-1e30, 1e30, size, dtype=F64)
+    expected = {8: 1 / size, 10: 1 / size}
+    for dtype, bar in ((F64, 1e-15), (torch.float32, 2.0**-24 / size)):
+        v = x.to(dtype).clone().requires_grad_()
+        p = entmax(v, alpha)
+        (p * torch.randn(x.shape, generator=gen, dtype=dtype)).sum().backward()
+        overflows = dtype == torch.float32 and alpha == 30.0
+        rows = [r for r in range(100) if not (overflows and r in (8, 10, 11))]
+        assert torch.isfinite(v.grad[rows]).all() and not torch.isnan(v.grad).any()
+        p = p.detach().double()
+        for row, value in expected.items():
+            assert (p[row] - value).abs().max() <= bar
+        assert p[9, -1] == 1 and (p[11, ::2] - 2 / size).abs().max() <= 2 * bar
+        assert (p[11, 1::2] == 0).all()
+    q = np_discrete.entmax(x.numpy(), alpha=alpha)
+    assert np.abs(q[[8, 10]] - 1 / size).max() <= 1e-15 and q[9, -1] == 1
+    assert np.abs(q[11, ::2] - 2 / size).max() <= 2e-15
+
+
 @pytest.mark.parametrize("alpha, size", [(1.5, 2), (1.5, 8), (2.0, 4), (2.0, 32)])
 def test_short_rows_take_the_sorted_map_at_any_batch(alpha, size, monkeypatch):
     """Tensors of rows from tuning.SORT_ROW_LENGTHS[alpha][0] to [1] entries take the

@@ -1331,18 +1331,20 @@ def _above_two_packed(z: Array, top: Array, alpha: float | Array) -> tuple[Array
     The shift c (relative to the maximum) is at least 0, where the top entry alone has
     mass 1, and every entry with z - max <= -1/(alpha - 1) has base 1 + (alpha - 1)(z -
     max - c) <= 0 there and at every larger c: p = 0. So the map of the kept entries is
-    the map of the rows. The bound is widened by 8 eps relatively (a superset is safe).
-    Above 2 few entries are that close on spread rows (float64 N(0, 1) rows of 1000:
-    about 5 at alpha = 2.5, 1 or 2 at 5), while the loop took 13 to 64 evaluations of
-    the whole rows there (a mass with unbounded slopes at the support's edge), and the
-    refinement 3 to 59 more.
+    the map of the rows. The bound is widened by 8 eps relatively (a superset is safe),
+    and an entry at it is kept: where 1/(alpha - 1) is below half an ulp of the maximum
+    (rows of 1e30) the bound rounds to the maximum, which must stay (kept by ``>``, such
+    a row lost every entry and came out as zeros). Above 2 few entries are that close on
+    spread rows (float64 N(0, 1) rows of 1000: about 5 at alpha = 2.5, 1 or 2 at 5),
+    while the loop took 13 to 64 evaluations of the whole rows there (a mass with
+    unbounded slopes at the support's edge), and the refinement 3 to 59 more.
     """
     values = _view(z)
     eps = float(np.finfo(values.dtype).eps)
     rate = alpha - 1 if isinstance(alpha, float) else np.asarray(_view(alpha), np.float64) - 1
     reach = (1 / rate) * (1 + 8 * eps)
     bound = np.asarray(_view(top), dtype=values.dtype).reshape(-1, 1) - reach
-    places = np.flatnonzero(values > bound)
+    places = np.flatnonzero(values >= bound)
     packed = _packed(z, places, T.ABOVE_TWO_SHARE)
     if packed is None:
         return None
