@@ -1860,7 +1860,7 @@ def entmax_newton(
             apart_rows[separate[0]] = True
         p, s = _refined_above_two(
             z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host,
-            apart_rows,
+            apart_rows, loop,
         )  # fmt: skip
         parts = _unit_slopes(p, s) if unit else (p, s) if slopes else (p,)
         if separate is not None:
@@ -1898,8 +1898,9 @@ def entmax_newton(
                 _put_rows(target, rows, values)
     if above is not None and above is not False:  # one alpha per row, some above 2
         fine = _refined_above_two(
-            z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host
-        )
+            z, top, (c, lo, hi), alpha, alpha_work, (xp, to_book, to_work), on_host,
+            while_loop=loop,
+        )  # fmt: skip
         fine = _unit_slopes(*fine) if unit else fine
         rows = above if xp is not np else _xs.native(z).from_numpy(above).to(z.device)
         where = _xs.namespace(z).where
@@ -1941,6 +1942,7 @@ def _refined_above_two(
     book: tuple,
     on_host: bool,
     settled: Array | None = None,
+    while_loop: Callable | None = None,
 ) -> tuple[Array, Array]:
     """(p, s) for alpha > 2: the loop's shift c = loop[0], refined on a double-double
     threshold by Newton's method safeguarded by bisection. Rows ``settled`` ((R, 1), in
@@ -1958,8 +1960,9 @@ def _refined_above_two(
     sum p = 1 where it stays inside, bisection elsewhere (the mass is neither
     convex nor concave here: it is concave on a fixed support, but an entry enters
     with infinite slope). Stops once |sum p - 1| <= 4 eps or the bracket is a few
-    ulps of d wide (at most 64 steps); without ``on_host``, 16 steps. Rows at alpha
-    <= 2 of an alpha array get values here that the caller discards.
+    ulps of d wide (at most 64 steps; without ``on_host`` all 64, or, given
+    ``while_loop`` (entmax_newton's ``loop``), on the device until every row is done). Rows at
+    alpha <= 2 of an alpha array get values here that the caller discards.
     """
     xp, to_book, to_work = book
     c, lo, hi = loop
@@ -1984,17 +1987,20 @@ def _refined_above_two(
     shifted = lib.subtract(z, to_work(tau_hi))  # z - tau_hi, fresh: z is the caller's
     base = work_xp.empty_like(z)
 
-    def evaluate(d: Array) -> tuple[Array, Array, Array, Array]:
-        lib.multiply(lib.subtract(shifted, to_work(d), out=base), rate, out=base)
-        p = work_xp.astype(gen.entmax_from_base(base, power), z.dtype, copy=False)
+    def evaluate(d: Array, fresh: bool = False) -> tuple[Array, Array, Array, Array]:
+        # (``fresh``: no buffer written, as a while_loop's body must)
+        if fresh:
+            bases = (shifted - to_work(d)) * rate
+        else:
+            bases = lib.multiply(lib.subtract(shifted, to_work(d), out=base), rate, out=base)
+        p = work_xp.astype(gen.entmax_from_base(bases, power), z.dtype, copy=False)
         # s = p / base, as the loop's s = p / (1 + x) (_over_one_plus), not a second power
         # (gppr_weights; float64 (1024, 1000) at alpha = 5, one evaluation: 8 ms -> 1.5)
-        s = _over_base(p, base)
+        s = _over_base(p, bases)
         return p, s, to_book(_xs.row_sum(p)), to_book(_xs.row_sum(s))
 
-    at_d = False
-    for _ in range(64 if on_host else 16):
-        p, s, total, slope = evaluate(d)
+    def advance(d: Array, low: Array, high: Array, total: Array, slope: Array) -> tuple:
+        """(the next d, its bracket, which rows are done) from an evaluation at d."""
         g = total - 1
         more = g > 0  # tau too small: the root lies above d
         low, high = xp.where(more, d, low), xp.where(more, high, d)
@@ -2004,12 +2010,35 @@ def _refined_above_two(
             done = done | (alpha <= 2)
         if settled is not None:
             done = done | settled
-        if on_host and bool(xp.all(done)):
-            at_d = True
-            break
         newton = d + g / xp.where(slope > 0, slope, 1.0)
         inside = (newton > low) & (newton < high)
-        d = xp.where(done, d, xp.where(inside, newton, (low + high) / 2))
+        return xp.where(done, d, xp.where(inside, newton, (low + high) / 2)), low, high, done
+
+    # Up to 64 steps: rows whose root sits next to an entry's edge (a p of 0.09 from a
+    # base of 1e-10 at alpha = 10) close on it by bisection, and 16 steps left p 5e-3 off
+    # at 10, 0.2 at 30 (float64 (64, 1000) N(0, 1) rows, without host reads)
+    at_d = False
+    if while_loop is not None and not on_host:  # torch.compile: stops on the device
+
+        def unfinished(count: Array, d: Array, low: Array, high: Array, done: Array) -> Array:
+            return (count < 64) & ~xp.all(done)
+
+        def step(count: Array, d: Array, low: Array, high: Array, done: Array) -> tuple:
+            total, slope = evaluate(d, fresh=True)[2:]
+            return count + 1, *advance(d, low, high, total, slope)
+
+        count = xp.zeros((), dtype=xp.int64, device=_device(d))
+        done = xp.zeros(d.shape, dtype=xp.bool, device=_device(d))
+        carried = (count, d + 0, low + 0, high + 0, done)
+        _, d, low, high, _ = while_loop(unfinished, step, carried)
+    else:
+        for _ in range(64):
+            p, s, total, slope = evaluate(d)
+            new, low, high, done = advance(d, low, high, total, slope)
+            if on_host and bool(xp.all(done)):
+                at_d = True
+                break
+            d = new
     if not at_d:
         p, s, total, _ = evaluate(d)
     # a last d above every base leaves no support: the bracket closed on a shift that the
