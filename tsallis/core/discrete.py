@@ -1368,16 +1368,6 @@ def _largest(z: Array, width: int) -> tuple[Array, Array]:
     return np.take_along_axis(z, index, axis=-1), index
 
 
-def _scattered(part: Array, index: Array, size: int) -> Array:
-    """Zeros of (R, size) with each row's ``part`` at its columns ``index`` (_largest's)."""
-    lib = _xs.native(part)
-    full = lib.zeros((part.shape[0], size), dtype=part.dtype)
-    if is_torch_array(part):
-        return full.scatter_(-1, index, part)
-    np.put_along_axis(full, index, part, axis=-1)
-    return full
-
-
 def _above_two_rows(
     z: Array,
     top: Array,
@@ -1417,7 +1407,7 @@ def _above_two_rows(
     if 4 * width <= size:
         values, index = _largest(z, width)
         parts = solved(values)
-        full = put_back(parts, lambda part: _scattered(part, index, size))
+        full = put_back(parts, lambda part: _xs.scattered(part, index, size))
         held = _held_rows(values, parts[0])
         if not held.all():
             rows = np.flatnonzero(~held)
@@ -1442,11 +1432,8 @@ def _above_two_rows(
 
 def _held_rows(values: Array, p: Array) -> np.ndarray:
     """Whether each row's smallest entry of ``values`` (2-D) gets p = 0 (1-D, NumPy)."""
-    if is_torch_array(values):
-        smallest = values.argmin(dim=-1, keepdim=True)
-        return _view(p.gather(-1, smallest) == 0).reshape(-1)
-    smallest = np.argmin(values, axis=-1)[:, None]
-    return (np.take_along_axis(p, smallest, axis=-1) == 0).reshape(-1)
+    smallest = _xs.namespace(values).argmin(values, axis=-1, keepdims=True)
+    return _view(_xs.take_columns(p, smallest) == 0).reshape(-1)
 
 
 def _on_above_two_support(
