@@ -1360,7 +1360,12 @@ def _row_alphas(alpha: Array, z: Array) -> Array:
 
 def _largest(z: Array, width: int) -> tuple[Array, Array]:
     """The ``width`` largest entries of each row of 2-D z, in no order, and their column
-    indices ((R, width) each; Torch's topk, NumPy's argpartition)."""
+    indices ((R, width) each; Torch's topk, NumPy's argpartition). Not
+    arrays.smallest_columns of max - z, the prefix start's: its order is the values'
+    truncated to their high bits (an entry left out may exceed one kept, where
+    _held_rows needs none to), and on the AMD EPYC with NumPy's AVX-512 select it took
+    9.0 ms for 8 columns of float64 (1024, 1000), the max - z pass included, against
+    1.3 for topk (8.7 against 4.6 for 64)."""
     if is_torch_array(z):
         values, index = _xs.native(z).topk(z, width, dim=-1, sorted=False)
         return values, index
