@@ -411,6 +411,51 @@ def test_log2_on_numpy_views(monkeypatch):
         assert (maps[0][1] - maps[1][1]).abs().max() <= 1e-13
 
 
+def test_cube_root_on_numpy_views():
+    """arrays.cbrt_into (the state's cube root at alpha = 1.3 and the other thirds,
+    core.discrete._rooted_mass): NumPy's cbrt on views of contiguous CPU tensors, Torch's
+    pow(x, 1/3) for transposed or gradient-carrying ones, NumPy's for arrays; within 2
+    ulps of the float64 cube root (float32, whose pow is float64's rounded; 1 ulp for
+    float64, whose pow is within that plus its exponent's shortfall, |ln x| 2e-17
+    relatively), down to the smallest normal number (the loop's floor); 0 stays 0, in
+    place too."""
+    from tsallis.core import arrays
+
+    seen = []
+    original = np.cbrt
+
+    def counted(*args, **kwargs):  # NumPy's cbrt, seen
+        seen.append(1)
+        return original(*args, **kwargs)
+
+    gen = torch.Generator().manual_seed(5)
+    for dtype, ulps in ((torch.float32, 2), (F64, 1)):
+        x = torch.rand(64, 100, generator=gen, dtype=dtype) * 10
+        x[0, :4] = torch.tensor([torch.finfo(dtype).tiny, 1.0, 2.0**-60, 0.0], dtype=dtype)
+        exact = np.cbrt(x.double().numpy())
+        eps = float(torch.finfo(dtype).eps)
+        shortfall = 2e-17 * np.abs(np.log(np.where(exact > 0, x.double().numpy(), 1.0)))
+        for source, numpy in ((x, True), (x.t().contiguous().t(), False)):
+            seen.clear()
+            out = torch.empty_like(source)
+            with mock.patch.object(np, "cbrt", counted):
+                got = arrays.cbrt_into(source, out)
+            assert got is out and bool(seen) == numpy
+            error = np.abs(got.double().numpy() - exact)
+            bound = (ulps * eps + (0.0 if numpy or dtype != F64 else shortfall)) * exact
+            assert (error <= bound).all()
+            assert got[0, 3] == 0
+        in_place = x.clone()
+        fresh = arrays.cbrt_into(x, torch.empty_like(x))
+        assert (arrays.cbrt_into(in_place, in_place) == fresh).all()
+        seen.clear()
+        with mock.patch.object(np, "cbrt", counted), torch.no_grad():
+            arrays.cbrt_into(x.clone().requires_grad_(True), torch.empty_like(x))
+        assert not seen
+        array = x.numpy()
+        assert (arrays.cbrt_into(array, np.empty_like(array)) == np.cbrt(array)).all()
+
+
 def test_softmax_backward_fused_and_unfused_agree():
     """arrays.softmax_backward: Torch's fused kernel (contiguous inputs), the unfused form
     it takes for an expanded or transposed gradient, and NumPy agree within 1e-15 in
@@ -2426,12 +2471,23 @@ def _map_and_grad(
 
 @pytest.mark.parametrize("pays", [False, True])
 @pytest.mark.parametrize(
-    "alpha, chain", [(1.25, (3, 0)), (9 / 7, (2, 1)), (4 / 3, (2, 0)), (1.4, (1, 1))]
+    "alpha, chain",
+    [
+        (1.25, (3, 0, 2)),
+        (9 / 7, (2, 1, 2)),
+        (4 / 3, (2, 0, 2)),
+        (1.4, (1, 1, 2)),
+        (14 / 11, (2, 2, 3)),
+        (1.3, (2, 1, 3)),
+        (1.375, (1, 2, 3)),
+        (10 / 7, (1, 1, 3)),
+    ],
 )
-def test_whole_and_half_powers_take_no_transcendental(alpha, chain, pays):
-    """At alphas whose powers of the state are whole or half (s = y^(1/(alpha - 1) - 1):
-    3, 5/2, 2, 3/2) the loop evaluates by multiplications and a square root
-    (core.discrete._rooted_mass, taken on every evaluation): on rows of 1000 at spreads
+def test_rational_powers_take_no_transcendental(alpha, chain, pays):
+    """At alphas whose powers of the state are whole, half or thirds (s = y^(1/(alpha -
+    1) - 1): 3, 5/2, 2, 3/2; 8/3, 7/3, 5/3, 4/3) the loop evaluates by multiplications
+    and a square or cube root (core.discrete._rooted_mass, taken on every evaluation;
+    the cube root NumPy's, arrays.cbrt_into): on rows of 1000 at spreads
     0.3, 1 and 5 with ties at the top, -inf entries and a constant row, float64 p within
     1e-12 of the bisection oracle and within 1e-14 of the general form (log2 and exp2;
     dL/dz too), float32 within 1e-6 of the oracle on its own input with 0 at -inf, and
@@ -2442,7 +2498,7 @@ def test_whole_and_half_powers_take_no_transcendental(alpha, chain, pays):
     from tsallis.core import tuning
 
     assert core._rational_power(alpha) == chain
-    for other in (1.2, 1.3, 1.2500001, 1.45, 1.5, 1.6, 1.75):
+    for other in (1.2, 1.31, 1.2500001, 1.3000001, 1.45, 1.5, 1.6, 1.75):
         assert core._rational_power(other) is None
     gen = torch.Generator().manual_seed(11)
     x = torch.cat([torch.randn(6, 1000, generator=gen, dtype=F64) * s for s in (0.3, 1.0, 5.0)])

@@ -30,6 +30,7 @@ from tsallis.core.tuning import FLOAT32_EDGE_FLUSH, SMALL_SOLVE, STIRLING_MIN
 __all__ = [
     "arrays",
     "at_least_into",
+    "cbrt_into",
     "constant",
     "constant_tables",
     "edge_exp",
@@ -431,6 +432,33 @@ def log2_into(x: Array, out: Array) -> Array:
             np.log2(x.numpy(), out=out.numpy())
             return out
     return torch.log2(x, out=out)
+
+
+def cbrt_into(x: Array, out: Array) -> Array:
+    """The real cube root of x into ``out`` (which may be x). NumPy's cbrt, on views of
+    both for a contiguous float32 or float64 CPU tensor outside torch.compile (Torch has
+    no cube root: float32 (1024, 1000) on an AMD EPYC (Zen 4), NumPy 2.4's cbrt took
+    0.31 ms with one thread, Torch's pow(x, 1/3) 1.35 with two); elsewhere x^(1/3) by
+    Torch's pow, for x >= 0 (its exponent, the float nearest 1/3, is 1.9e-17 short: a
+    relative |log x| 1.9e-17 more; a float32 x's in float64, whose 1/3 was 1e-8 short:
+    7.5 ulps at the smallest normal number).
+
+    Examples:
+        >>> import numpy as np
+        >>> cbrt_into(np.array([8.0, 0.0]), np.empty(2))
+        array([2., 0.])
+    """
+    if not is_torch_array(x):
+        return np.cbrt(x, out=out)
+    torch = sys.modules["torch"]
+    viewable = x.dtype in (torch.float32, torch.float64) and x.device.type == "cpu"
+    if viewable and not torch.compiler.is_compiling() and out.dtype == x.dtype:
+        if x.is_contiguous() and out.is_contiguous() and not (x.requires_grad or out.requires_grad):
+            np.cbrt(x.numpy(), out=out.numpy())
+            return out
+    if x.dtype == torch.float64:
+        return torch.pow(x, 1 / 3, out=out)
+    return out.copy_(torch.pow(x.double(), 1 / 3))
 
 
 @functools.cache

@@ -729,59 +729,75 @@ def _mass(
     return _xs.row_sum(p), _xs.row_sum(work.s), None
 
 
-# The state's powers are "rational" (_rational_power) where 2 / (alpha - 1) is within
-# this many of its ulps of an integer (1 / (alpha - 1) of the float alpha = 1.25 is 4
-# exactly, of the float nearest 4 / 3 it is 3 (1 + 2.2e-16)); the map of the rational
-# alpha differs from that of the float nearest it by about |log p| 1e-16 relatively
+class _Chain(NamedTuple):
+    """s's power of the state y, (2 - alpha) / (alpha - 1) = whole + part / root (root 2
+    or 3, part < root): _rational_power, _rooted_mass."""
+
+    whole: int
+    part: int
+    root: int
+
+
+# The state's powers are "rational" (_rational_power) where 2 or 3 times s's power is
+# within this many of its ulps of an integer (1 / (alpha - 1) of the float alpha = 1.25
+# is 4 exactly, of the float nearest 4 / 3 it is 3 (1 + 2.2e-16), of the float 1.3 it is
+# 10 / 3 (1 - 1.3e-16)); the map of the rational alpha differs from that of the float
+# nearest it by about |log p| 1e-16 relatively
 _RATIONAL_ULPS = 8
 
 
 @functools.lru_cache(maxsize=64)
-def _rational_power(alpha: float) -> tuple[int, int] | None:
-    """(whole, half) where s = p^(2 - alpha), the state's power (2 - alpha) / (alpha - 1)
-    = 1 / (alpha - 1) - 1, is whole + half / 2 (half 0 or 1; to _RATIONAL_ULPS) and at
-    least 1.2, for alpha from tuning.BASE_FORM_ALPHA (the "base" form): alpha = 1.25 (3,
-    0), 9/7 (2, 1), 4/3 (2, 0) and 1.4 (1, 1); else None. From 1.2 up the floor's power
+def _rational_power(alpha: float) -> _Chain | None:
+    """s = p^(2 - alpha)'s power of the state, (2 - alpha) / (alpha - 1) = 1 / (alpha -
+    1) - 1, as whole + part / root with root 2 or 3 (to _RATIONAL_ULPS), where it is at
+    least 1.2, for alpha from tuning.BASE_FORM_ALPHA (the "base" form): halves and
+    wholes at alpha = 1.25 (3), 9/7 (5/2), 4/3 (2) and 1.4 (3/2), thirds at 14/11 (8/3),
+    1.3 (7/3), 1.375 (5/3) and 10/7 (4/3); else None. From 1.2 up the floor's power
     (the smallest normal number, the clamped entries) rounds to 0 in float32 and
     float64, as s and p must there."""
     if not T.BASE_FORM_ALPHA <= alpha < 2.0:
         return None
-    doubled = 2 * _state_exponents(alpha, 2)[1]  # twice s's power of y
-    n = round(doubled)
-    if abs(doubled - n) > _RATIONAL_ULPS * math.ulp(n) or n < 2.4:
+    power = _state_exponents(alpha, 2)[1]
+    if power < 1.2:
         return None
-    return n // 2, n % 2
+    for root in (2, 3):
+        n = round(root * power)
+        if abs(root * power - n) <= _RATIONAL_ULPS * math.ulp(n):
+            return _Chain(n // root, n % root, root)
+    return None
 
 
-def _rooted_mass(
-    work: _Buffers, chain: tuple[int, int], bend: bool
-) -> tuple[Array, Array, Array | None]:
-    """_mass of the "base" state y (work.x) at an alpha whose powers of y are whole or
-    half (_rational_power's (whole, half)): s = y^whole sqrt(y)^half and p = s y by
-    multiplications and at most one square root, where the general form takes a log2
-    and an exp2. Float32 (1024, 1000) on an AMD EPYC (Zen 4), one call: Torch's
-    multiplication 0.07 ms, its square root 0.22, against NumPy's log2 0.24-0.27 and
-    Torch's exp2 0.16 (NumPy's cube root took 0.31: no gain at alpha = 1.3). Zen 4 showed
-    no slowdown where products underflow (the clamped entries): a multiplication took
-    0.068 ms on normal values and 0.083 on the floor.
+def _rooted_mass(work: _Buffers, chain: _Chain, bend: bool) -> tuple[Array, Array, Array | None]:
+    """_mass of the "base" state y (work.x) at an alpha whose powers of y are whole,
+    half or thirds (_rational_power's chain): s = y^whole r^part, r the square or cube
+    root of y (arrays.cbrt_into), and p = s y by multiplications and at most one root,
+    where the general form takes a log2 and an exp2. Float32 (1024, 1000) on an AMD EPYC
+    (Zen 4), one call: Torch's multiplication 0.07 ms, its square root 0.22, NumPy's
+    cube root 0.31-0.41, against NumPy's log2 0.24-0.33, Torch's exp2 0.16 and the
+    general form's multiplication and division around them. Zen 4 showed no slowdown
+    where products underflow (the clamped entries): a multiplication took 0.068 ms on
+    normal values and 0.083 on the floor.
 
     Halley's t = s / y: formed on the way to s where its power is at least 1.2 too (its
-    floor rounds to 0; alpha = 1.25 and 9/7), its row sum kept (work.bent_sum, for
-    _Buffers.bent_total) whether or not ``bend`` asks for it; else, with ``bend``, by a
-    division. Left in ``p`` (t_in_p) with p in ``s`` where the loop moves its state in
-    place (p_in_s, as _mass's general form does).
+    floor rounds to 0; alpha = 1.25, 9/7, 14/11 and 1.3), its row sum kept
+    (work.bent_sum, for _Buffers.bent_total) whether or not ``bend`` asks for it; else,
+    with ``bend``, by a division. Left in ``p`` (t_in_p) with p in ``s`` where the loop
+    moves its state in place (p_in_s, as _mass's general form does).
     """
-    whole, half = chain
+    whole, part, root = chain
     lib, y, t, s = _xs.native(work.x), work.x, work.p, work.s
     work.bent_sum = None
-    chained = whole - 1 + half / 2 >= 1.2  # (then whole >= 2)
-    into = t if chained else s  # y^(whole - 1 + half / 2) or s itself
-    if half:
-        lib.sqrt(y, out=into)
-        lib.multiply(into, y, out=into)
+    chained = whole - 1 + part / root >= 1.2  # (then whole >= 2)
+    into = t if chained else s  # y^(whole - 1 + part / root) or s itself
+    factors = whole - (1 if chained else 0)  # of y, after the root's part
+    if part:
+        (lib.sqrt(y, out=into) if root == 2 else _xs.cbrt_into(y, out=into))
+        if part == 2:  # (thirds: r^2)
+            lib.multiply(into, into, out=into)
     else:
         lib.multiply(y, y, out=into)
-    for _ in range(whole - (1 if half else 2) - (1 if chained else 0)):
+        factors -= 2
+    for _ in range(factors):
         lib.multiply(into, y, out=into)
     if chained:
         work.bent_sum = _xs.row_sum(t)
@@ -1252,12 +1268,15 @@ def _narrowed(
     bound = np.maximum(level + work.scale * (new - margin - c), work.floor)
     rows, size = z.shape
     # first on at most 64 rows spread over the batch: a refusal costs little there (a
-    # refusal after the whole flatnonzero cost 0.8 ms at float32 (1024, 1000))
-    sample = slice(None, None, max(rows // 64, 1))
+    # refusal after the whole flatnonzero cost 0.8 ms at float32 (1024, 1000)); before
+    # that on every eighth of them, the same refusals sooner (a refusal at float32 (1024,
+    # 1000) on N(0, 1) rows at alpha = 1.3: 0.16 ms on the 64 rows, in the loop)
+    step = max(rows // 64, 1)
     state = _view(work.x)
-    kept = np.count_nonzero(state[sample] > bound[sample].astype(state.dtype), axis=-1)
-    if kept.max() > T.NARROW_SHARE * size:
-        return None
+    for sample in (slice(None, None, 8 * step), slice(None, None, step)):
+        kept = np.count_nonzero(state[sample] > bound[sample].astype(state.dtype), axis=-1)
+        if kept.max() > T.NARROW_SHARE * size:
+            return None
     y = _xs.native(work.x).subtract(work.x, work.to_work(bound), out=work.x)
     places = np.flatnonzero(_view(y) > 0)
     packed = _packed(z, places, T.NARROW_SHARE)
