@@ -360,24 +360,33 @@ def test_the_prefix_start_follows_the_partition_measurement(monkeypatch):
         assert (p.double() - exact).abs().max() <= 1e-6, alpha
 
 
+def _numpy_spy(name: str) -> tuple[list, mock._patch]:
+    """A patch of NumPy's ufunc ``name`` that records each call in the list returned
+    with it (the views' tests below)."""
+    seen = []
+    original = getattr(np, name)
+
+    def counted(*args, **kwargs):
+        seen.append(1)
+        return original(*args, **kwargs)
+
+    return seen, mock.patch.object(np, name, counted)
+
+
 def test_log2_on_numpy_views(monkeypatch):
     """arrays.log2_into: NumPy's log2 on views of CPU tensors where tuning.NUMPY_LOG2 (or
     the measurement, numpy_log2_pays) says so, Torch's otherwise and for non-contiguous
     or gradient-carrying tensors; the same values within 2 ulps (float32) and 1 ulp
     (float64), relative to max(|log2 x|, 1), of NumPy's float64 log2, down to the smallest normal
     number (the loop's floor); and the loop's maps with either log2 agree within 1e-6
-    (float32) and 1e-13 (float64) at alpha = 1.3 and 1.7 (rows of 1000)."""
+    (float32) and 1e-13 (float64) at alpha = 1.35 and 1.7 (rows of 1000; 1.3 takes the
+    cube root, core.discrete._rooted_mass)."""
     from tsallis.core import arrays, tuning
     from tsallis.core import discrete as core
 
     assert isinstance(arrays.numpy_log2_pays(torch), bool)
-    seen = []
-    original = np.log2
-
-    def counted(*args, **kwargs):  # NumPy's log2, seen
-        seen.append(1)
-        return original(*args, **kwargs)
-
+    assert core._rational_power(1.35) is None and core._rational_power(1.7) is None
+    seen, spy = _numpy_spy("log2")
     gen = torch.Generator().manual_seed(4)
     for dtype, ulps in ((torch.float32, 2), (F64, 1)):
         x = torch.rand(64, 100, generator=gen, dtype=dtype) * 10
@@ -386,7 +395,6 @@ def test_log2_on_numpy_views(monkeypatch):
         eps = float(torch.finfo(dtype).eps)
         for forced in (True, False):
             monkeypatch.setattr(tuning, "NUMPY_LOG2", forced)
-            spy = mock.patch.object(np, "log2", counted)
             for source in (x, x.t().contiguous().t()):  # contiguous, then a transposed view
                 seen.clear()
                 out = torch.empty_like(source)
@@ -402,7 +410,7 @@ def test_log2_on_numpy_views(monkeypatch):
                 arrays.log2_into(grad, torch.empty_like(x))
             assert not seen
     z = torch.randn(128, 1000, generator=gen)
-    for alpha in (1.3, 1.7):
+    for alpha in (1.35, 1.7):
         maps = []
         for forced in (True, False):
             monkeypatch.setattr(tuning, "NUMPY_LOG2", forced)
@@ -421,13 +429,7 @@ def test_cube_root_on_numpy_views():
     place too."""
     from tsallis.core import arrays
 
-    seen = []
-    original = np.cbrt
-
-    def counted(*args, **kwargs):  # NumPy's cbrt, seen
-        seen.append(1)
-        return original(*args, **kwargs)
-
+    seen, spy = _numpy_spy("cbrt")
     gen = torch.Generator().manual_seed(5)
     for dtype, ulps in ((torch.float32, 2), (F64, 1)):
         x = torch.rand(64, 100, generator=gen, dtype=dtype) * 10
@@ -438,7 +440,7 @@ def test_cube_root_on_numpy_views():
         for source, numpy in ((x, True), (x.t().contiguous().t(), False)):
             seen.clear()
             out = torch.empty_like(source)
-            with mock.patch.object(np, "cbrt", counted):
+            with spy:
                 got = arrays.cbrt_into(source, out)
             assert got is out and bool(seen) == numpy
             error = np.abs(got.double().numpy() - exact)
@@ -449,7 +451,7 @@ def test_cube_root_on_numpy_views():
         fresh = arrays.cbrt_into(x, torch.empty_like(x))
         assert (arrays.cbrt_into(in_place, in_place) == fresh).all()
         seen.clear()
-        with mock.patch.object(np, "cbrt", counted), torch.no_grad():
+        with spy, torch.no_grad():
             arrays.cbrt_into(x.clone().requires_grad_(True), torch.empty_like(x))
         assert not seen
         array = x.numpy()

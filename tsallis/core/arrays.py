@@ -426,12 +426,23 @@ def log2_into(x: Array, out: Array) -> Array:
     if not is_torch_array(x):
         return np.log2(x, out=out)
     torch = sys.modules["torch"]
-    viewable = x.dtype in (torch.float32, torch.float64) and x.device.type == "cpu"
-    if viewable and not torch.compiler.is_compiling() and numpy_log2_pays(torch):
-        if x.is_contiguous() and out.is_contiguous() and not (x.requires_grad or out.requires_grad):
-            np.log2(x.numpy(), out=out.numpy())
-            return out
+    if _numpy_viewable_pair(x, out) and numpy_log2_pays(torch):
+        np.log2(x.numpy(), out=out.numpy())
+        return out
     return torch.log2(x, out=out)
+
+
+def _numpy_viewable_pair(x: Any, out: Any) -> bool:
+    """Whether tensors x and ``out`` may be computed on as NumPy views (log2_into,
+    cbrt_into): both contiguous CPU float32 or float64 of one dtype, outside
+    torch.compile, neither requiring grad."""
+    torch = sys.modules["torch"]
+    if x.dtype not in (torch.float32, torch.float64) or out.dtype != x.dtype:
+        return False
+    if x.device.type != "cpu" or out.device.type != "cpu" or torch.compiler.is_compiling():
+        return False
+    contiguous = x.is_contiguous() and out.is_contiguous()
+    return contiguous and not (x.requires_grad or out.requires_grad)
 
 
 def cbrt_into(x: Array, out: Array) -> Array:
@@ -451,11 +462,9 @@ def cbrt_into(x: Array, out: Array) -> Array:
     if not is_torch_array(x):
         return np.cbrt(x, out=out)
     torch = sys.modules["torch"]
-    viewable = x.dtype in (torch.float32, torch.float64) and x.device.type == "cpu"
-    if viewable and not torch.compiler.is_compiling() and out.dtype == x.dtype:
-        if x.is_contiguous() and out.is_contiguous() and not (x.requires_grad or out.requires_grad):
-            np.cbrt(x.numpy(), out=out.numpy())
-            return out
+    if _numpy_viewable_pair(x, out):
+        np.cbrt(x.numpy(), out=out.numpy())
+        return out
     if x.dtype == torch.float64:
         return torch.pow(x, 1 / 3, out=out)
     return out.copy_(torch.pow(x.double(), 1 / 3))
