@@ -31,10 +31,6 @@ MIN_ANGLES = 64
 CHUNK_2D = 1 << 20  # values (rows x N x angles) per intermediate of the alpha = 2 moments
 
 
-def _logdet(low: torch.Tensor) -> torch.Tensor:
-    return 2 * torch.log(torch.diagonal(low, dim1=-2, dim2=-1)).sum(-1)
-
-
 def _gaussian_2d(
     loc: torch.Tensor, scale: torch.Tensor, mu: torch.Tensor, sigma: torch.Tensor
 ) -> torch.Tensor:
@@ -42,7 +38,7 @@ def _gaussian_2d(
     low = torch.linalg.cholesky(total)
     delta = (mu - loc[..., None, :])[..., None]
     z = torch.linalg.solve_triangular(low, delta, upper=False)[..., 0]
-    return torch.exp(gaussian.logpdf_d2((z * z).sum(-1), 2, _logdet(low)))
+    return torch.exp(gaussian.logpdf_d2((z * z).sum(-1), 2, polar.logdet_2d(low)))
 
 
 def _angle_count(
@@ -65,7 +61,7 @@ def _angle_count(
             low, (mu - loc[..., None, :])[..., None], upper=False
         )
         distance = torch.linalg.vector_norm(centre[..., 0], dim=-1)
-        radius = truncated_paraboloid.radius(2, _logdet(low[..., 0, :, :]))[..., None]
+        radius = truncated_paraboloid.radius(2, polar.logdet_2d(low[..., 0, :, :]))[..., None]
         outside = torch.clamp(distance - radius, min=0) / smallest
         nearest = outside.amin(-1, keepdim=True)
         matters = outside * outside - nearest * nearest <= 70

@@ -22,8 +22,15 @@ from tsallis.core.branching import Branch
 Array = Any
 
 
-def _logdet_2d(low: Array) -> Array:
-    """log |L L^T| from a lower-triangular 2x2 factor (..., 2, 2)."""
+def logdet_2d(low: Array) -> Array:
+    """log |L L^T| from a lower-triangular 2x2 factor (..., 2, 2), (...) (the 2-D
+    moments here and the Torch op's Gaussian and angle count, torch_bridge.attention_2d).
+
+    Examples:
+        >>> import numpy as np
+        >>> float(logdet_2d(np.array([[2.0, 0.0], [1.0, 3.0]])))  # log 36
+        3.58351893845611
+    """
     xp = _xs.namespace(low)
     return 2 * (xp.log(low[..., 0, 0]) + xp.log(low[..., 1, 1]))
 
@@ -65,7 +72,7 @@ def sparsemax_2d_moments(
         0.55419
     """
     xp = _xs.namespace(loc, mu)
-    logdet = _logdet_2d(low)
+    logdet = logdet_2d(low)
     big_r = truncated_paraboloid.radius(2, logdet)[..., None, None]  # (..., 1, 1)
     step = 2 * math.pi / angles
     theta = xp.arange(angles, dtype=loc.dtype, device=getattr(loc, "device", None)) * step
@@ -98,7 +105,7 @@ def sparsemax_2d_moments(
     radial = {j: base * big_r ** (j + 1) * xp.reshape(moments[f"p{j}"], shape) for j in (1, 2, 3)}
     # dt = |L| r dr dtheta, times the RBF normalizer 1 / (2 pi |L_j|)
     det_ratio = xp.exp(logdet / 2)[..., None] * xp.exp(
-        gaussian.logpdf_d2(0.0, 2, _logdet_2d(basis_low))
+        gaussian.logpdf_d2(0.0, 2, logdet_2d(basis_low))
     )
     rho = det_ratio * xp.sum((big_r**2 / 2 * radial[1] - radial[3] / 2) * step, axis=-1)
     rho = _xs.at_least(rho, 0.0)
