@@ -624,7 +624,8 @@ def _mass(
     (at alpha = 1.0001 that cost 1e-12 in float64, 1e-3 in float32); s = p / (1 + (alpha
     - 1) f). alpha = 2 and 3/2 (Python floats) take their polynomials (no
     transcendental), and in eager mode 1.25, 9/7, 4/3 and 1.4, whose powers of y are whole
-    or half, take multiplications and a square root (_rooted_mass); alpha = 1 is exp(f).
+    or half, take multiplications and a square root, and 14/11, 1.3, 1.375 and 10/7
+    (thirds) a cube root (_rooted_mass); alpha = 1 is exp(f).
     Computed into the buffers with ``out=``
     (arrays.native); on a GPU the "base" form's p, s (and t) are one stacked power of y
     (_Buffers.stacked).
