@@ -423,13 +423,21 @@ def log2_into(x: Array, out: Array) -> Array:
         >>> log2_into(np.array([1.0, 8.0]), np.empty(2))
         array([0., 3.])
     """
+    pays = is_torch_array(x) and numpy_log2_pays(sys.modules["torch"])
+    done = _by_numpy(np.log2, x, out, pays)
+    return done if done is not None else sys.modules["torch"].log2(x, out=out)
+
+
+def _by_numpy(ufunc: Any, x: Array, out: Array, on_views: bool) -> Array | None:
+    """``ufunc``(x) into ``out`` by NumPy: for NumPy arrays, and with ``on_views`` on
+    views of tensors that _numpy_viewable_pair allows; else None (the caller's Torch
+    form: log2_into, cbrt_into)."""
     if not is_torch_array(x):
-        return np.log2(x, out=out)
-    torch = sys.modules["torch"]
-    if _numpy_viewable_pair(x, out) and numpy_log2_pays(torch):
-        np.log2(x.numpy(), out=out.numpy())
+        return ufunc(x, out=out)
+    if on_views and _numpy_viewable_pair(x, out):
+        ufunc(x.numpy(), out=out.numpy())
         return out
-    return torch.log2(x, out=out)
+    return None
 
 
 def _numpy_viewable_pair(x: Any, out: Any) -> bool:
@@ -459,12 +467,10 @@ def cbrt_into(x: Array, out: Array) -> Array:
         >>> cbrt_into(np.array([8.0, 0.0]), np.empty(2))
         array([2., 0.])
     """
-    if not is_torch_array(x):
-        return np.cbrt(x, out=out)
+    done = _by_numpy(np.cbrt, x, out, True)
+    if done is not None:
+        return done
     torch = sys.modules["torch"]
-    if _numpy_viewable_pair(x, out):
-        np.cbrt(x.numpy(), out=out.numpy())
-        return out
     if x.dtype == torch.float64:
         return torch.pow(x, 1 / 3, out=out)
     return out.copy_(torch.pow(x.double(), 1 / 3))
