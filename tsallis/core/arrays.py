@@ -423,18 +423,20 @@ def log2_into(x: Array, out: Array) -> Array:
         >>> log2_into(np.array([1.0, 8.0]), np.empty(2))
         array([0., 3.])
     """
-    pays = is_torch_array(x) and numpy_log2_pays(sys.modules["torch"])
-    done = _by_numpy(np.log2, x, out, pays)
+    done = _by_numpy(np.log2, x, out, lambda: numpy_log2_pays(sys.modules["torch"]))
     return done if done is not None else sys.modules["torch"].log2(x, out=out)
 
 
-def _by_numpy(ufunc: Any, x: Array, out: Array, on_views: bool) -> Array | None:
-    """``ufunc``(x) into ``out`` by NumPy: for NumPy arrays, and with ``on_views`` on
-    views of tensors that _numpy_viewable_pair allows; else None (the caller's Torch
-    form: log2_into, cbrt_into)."""
+def _by_numpy(
+    ufunc: Any, x: Array, out: Array, pays: Callable[[], bool] | None = None
+) -> Array | None:
+    """``ufunc``(x) into ``out`` by NumPy: for NumPy arrays, and on views of tensors
+    that _numpy_viewable_pair allows where ``pays()`` (asked only then: under
+    torch.compile numpy_log2_pays's measurement must not be traced); else None (the
+    caller's Torch form: log2_into, cbrt_into)."""
     if not is_torch_array(x):
         return ufunc(x, out=out)
-    if on_views and _numpy_viewable_pair(x, out):
+    if _numpy_viewable_pair(x, out) and (pays is None or pays()):
         ufunc(x.numpy(), out=out.numpy())
         return out
     return None
@@ -467,7 +469,7 @@ def cbrt_into(x: Array, out: Array) -> Array:
         >>> cbrt_into(np.array([8.0, 0.0]), np.empty(2))
         array([2., 0.])
     """
-    done = _by_numpy(np.cbrt, x, out, True)
+    done = _by_numpy(np.cbrt, x, out)
     if done is not None:
         return done
     torch = sys.modules["torch"]
