@@ -2290,6 +2290,97 @@ def test_the_grouped_start_saves_evaluations(monkeypatch):
     assert not core._grouped_start_applies(z, 1.7, False)
 
 
+def test_the_maxima_step_lands_near_the_shift():
+    """The CPU loop's start from one Halley step on the mass of 128 column groups'
+    maxima (_maxima_step_shift), float32 N(0, 1) rows (64, 1000) at alpha = 1.3 against
+    the float64 bisection oracle: at most 0.2 below the shift on every row (within the
+    reach of two evaluations: measured 0.14 at most, 0.03 median) and 0.06 at the median,
+    where the whole row's mean start is more than 1 below at the median (measured 1.34);
+    above it by at most 0.01 (Halley's step may overshoot)."""
+    from tsallis.core import discrete as core
+
+    z = torch.randn(64, 1000, generator=torch.Generator().manual_seed(11))
+    top = z.amax(-1, keepdim=True)
+    alpha = 1.3
+    _, to_book, to_work = core._bookkeeping(z, True)
+    start = core._maxima_step_shift(z, top, alpha, to_book, to_work)[:, 0]
+    shift = np.array([_shift64(row, alpha) for row in z.double().numpy()])
+    assert start.shape == (64,)
+    assert (shift - start).max() <= 0.2
+    assert np.median(shift - start) <= 0.06
+    assert (start - shift).max() <= 0.01
+    lo = np.zeros((64, 1))
+    hi = lo + core._upper_shift(1000, alpha)
+    mean_start = core._mean_start(z, to_book(top), lo, hi, alpha, to_book)[:, 0]
+    assert np.median(shift - mean_start) >= 1.0
+
+
+@pytest.mark.parametrize("alpha", [1.3, 1.35])
+@pytest.mark.parametrize("sigma", [0.5, 1.0])
+def test_the_maxima_step_saves_an_evaluation(alpha, sigma, monkeypatch):
+    """From _maxima_step_shift (without the prefix start, tuning.PARTITION_PAYS off, as
+    measured on the machine of tuning) the CPU loop evaluates float32 N(0, sigma^2) rows
+    (256, 1000) twice and ends on the finish (_Buffers.finished), or once and goes on over
+    the entries that can still be in the support (_narrowed: 1.35 on N(0, 1) rows), where
+    from the mean start it evaluated them at least three times (measured: three and the
+    finish, or four at 1.35 on N(0, 1) rows); p within 1e-6 of the float64 map either
+    way. Twice needs the loop to foresee its last step on its fast path too (where every
+    row still moves by more than the stall tolerance): without that, N(0, 0.5^2) rows at
+    1.3 took three."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    calls = []
+    evaluate, finished = core._evaluate, core._Buffers.finished
+
+    def counted(c, a, work, *args):
+        calls.append("F" if work.x.shape == (256, 1000) else tuple(work.x.shape))
+        return evaluate(c, a, work, *args)
+
+    def finish(self, *args):
+        calls.append("f")
+        return finished(self, *args)
+
+    monkeypatch.setattr(tuning, "PARTITION_PAYS", False)  # (no prefix start: as measured here)
+    monkeypatch.setattr(core, "_evaluate", counted)
+    monkeypatch.setattr(core._Buffers, "finished", finish)
+    z = torch.randn(256, 1000, generator=torch.Generator().manual_seed(7)) * sigma
+    exact = entmax(z.double(), alpha=alpha)
+    for on in (True, False):
+        monkeypatch.setattr(tuning, "MAXIMA_STEP", on)
+        calls.clear()
+        p = entmax(z.requires_grad_(), alpha=alpha)
+        if on:  # (or the rows narrowed after the first: 96 columns at 1.35 on N(0, 1))
+            assert calls[0] == (256, 125), calls
+            assert calls[1:] in (["F", "F", "f"], ["F", *[(256, 96)] * 3]), calls
+        else:
+            assert calls.count("F") >= 3, calls
+        assert (p.double() - exact).abs().max() <= 1e-6
+
+
+def test_the_maxima_step_applies():
+    """_maxima_step_applies: CPU tensors (not NumPy arrays, nor under the device's loop)
+    at 1.3 and 1.35 (not at 1.25 and 4/3, whole powers, nor at 1.2 or 1.4, outside the
+    band) on rows of at least 256 whose median (alpha - 1)(max - mean) is from 0.4 to 1.5:
+    N(0, 1) rows (0.97 at 1.3), not N(0, 0.3^2) (0.29) nor N(0, 3^2) (2.9)."""
+    from tsallis.core import discrete as core
+
+    def applies(z, alpha, on_host=True):
+        top = z.max(-1, keepdims=True)
+        top = top.values.numpy() if isinstance(z, torch.Tensor) else top
+        spread = core._mean_gap(z, top, lambda t: t.numpy() if isinstance(t, torch.Tensor) else t)
+        return core._maxima_step_applies(z, alpha, on_host, spread)
+
+    z = torch.randn(256, 1000, generator=torch.Generator().manual_seed(2))
+    assert applies(z, 1.3) and applies(z, 1.35)
+    assert not any(applies(z, a) for a in (1.25, 4 / 3, 1.2, 1.4))
+    assert not applies(z * 0.3, 1.3) and not applies(z * 3, 1.3)
+    assert not applies(z.numpy(), 1.3)
+    assert not applies(z, 1.3, on_host=False)
+    assert not applies(z[:, :255], 1.3)
+    assert not applies(z[:32], 1.3)  # (32000 values: below tuning.COMPACT_ELEMENTS)
+
+
 @pytest.mark.parametrize(("alpha", "spread"), [(1.3, 30.0), (1.4, 30.0), (1.3, 1.0), (1.26, 3.0)])
 def test_the_device_loop_ends_on_the_device(alpha, spread, monkeypatch):
     """Below 3/2 the GPU's loop (forced on the CPU) leaves its last evaluation on the

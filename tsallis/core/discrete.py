@@ -1050,7 +1050,13 @@ def _may_underflow(alpha: float, dtype: Any) -> bool:
 
 
 def _mean_start(
-    z: Array, top: Array, lo: Array, hi: Array, alpha: float | Array, to_book: Callable
+    z: Array,
+    top: Array,
+    lo: Array,
+    hi: Array,
+    alpha: float | Array,
+    to_book: Callable,
+    gap: Array | None = None,
 ) -> Array:
     """The Newton loop's first shift: hi + mean(z - max) clipped to [lo, hi] where alpha
     <= 2, else lo (per row, in the loop's namespace, as ``top``, the row maxima; hi =
@@ -1070,12 +1076,19 @@ def _mean_start(
     (median 3.4) against 60 (20) at lo, but the steps stayed four.
     """
     xp = _xs.namespace(lo)
-    size = z.shape[-1]
     # (the rounded mean may exceed the maximum, on constant rows: hi bounds it)
-    jensen = xp.minimum(xp.maximum(lo, hi + (to_book(_xs.row_sum(z)) / size - top)), hi)
+    if gap is None:
+        gap = _mean_gap(z, top, to_book)
+    jensen = xp.minimum(xp.maximum(lo, hi - gap), hi)
     if isinstance(alpha, float):
         return jensen if alpha <= 2 else lo
     return xp.where(alpha <= 2, jensen, lo)
+
+
+def _mean_gap(z: Array, top: Array, to_book: Callable) -> Array:
+    """max - mean per row (..., 1), in the loop's namespace as ``top``, the row maxima
+    (+inf on a row with a -inf entry)."""
+    return top - to_book(_xs.row_sum(z)) / z.shape[-1]
 
 
 def _sorted_start_applies(z: Array, alpha: float | Array, on_host: bool) -> bool:
@@ -1139,7 +1152,7 @@ def _grouped_start_applies(z: Array, alpha: float | Array, on_host: bool) -> boo
     return True
 
 
-def _grouped_maxima(z: Array) -> Array:
+def _grouped_maxima(z: Array, width: int | None = None) -> Array:
     """Per row, the maxima of disjoint groups of its columns, at most
     tuning.GROUPED_WIDTH of them (z's kind): the row's two halves compared entrywise,
     then the result's halves, until at most that many are left (a column left over at an
@@ -1147,8 +1160,8 @@ def _grouped_maxima(z: Array) -> Array:
     ...; less than one pass over z in all, where a maximum over blocks of adjacent
     columns took five times as long (torch.amax over (1024, 125, 8))."""
     lib = _xs.native(z)
-    maxima = z
-    while maxima.shape[-1] > T.GROUPED_WIDTH:
+    maxima, width = z, T.GROUPED_WIDTH if width is None else width
+    while maxima.shape[-1] > width:
         half = maxima.shape[-1] // 2
         maxima = lib.maximum(maxima[..., :half], maxima[..., half : 2 * half])
     return maxima
@@ -1177,6 +1190,77 @@ def _grouped_shift(z: Array, top: Array, alpha: float, to_book: Callable) -> Arr
     return to_book(_jensen_bound(gaps, alpha))
 
 
+def _maxima_step_applies(z: Array, alpha: float | Array, on_host: bool, spread: Array) -> bool:
+    """Whether entmax_newton's first shift also takes _maxima_step_shift: a CPU tensor in
+    eager mode, 2-D, of at least tuning.COMPACT_ELEMENTS values and rows of at least
+    twice tuning.MAXIMA_STEP_WIDTH, at a Python-float alpha from tuning.BASE_FORM_ALPHA
+    to tuning.GROUPED_TENSOR_ALPHA (where the groups' Jensen bound is not taken) whose
+    evaluation takes a root or a transcendental (not 1.25 nor 4/3: whole powers, an
+    evaluation there costs less than this step), and rows whose median spread (alpha -
+    1)(max - mean) (``spread``: max - mean per row) is within tuning.MAXIMA_STEP_SPREAD:
+    narrower rows take as many evaluations from it, and wider ones are narrowed after
+    the first step (_narrowed), which a start above the shift in one row would forbid."""
+    if not (T.MAXIMA_STEP and on_host and isinstance(alpha, float)):
+        return False
+    if not (is_torch_array(z) and _eager_cpu(z) and z.ndim == 2):
+        return False
+    if not T.BASE_FORM_ALPHA <= alpha < T.GROUPED_TENSOR_ALPHA:
+        return False
+    chain = _rational_power(alpha)
+    if chain is not None and chain.part == 0:
+        return False
+    rows, size = z.shape
+    if size < 2 * T.MAXIMA_STEP_WIDTH or rows * size < T.COMPACT_ELEMENTS:
+        return False
+    low, high = T.MAXIMA_STEP_SPREAD
+    return low <= (alpha - 1) * float(np.median(spread)) <= high
+
+
+def _maxima_step_shift(
+    z: Array, top: Array, alpha: float, to_book: Callable, to_work: Callable
+) -> Array:
+    """A first shift near each row's (relative to its maximum ``top``, in the loop's
+    namespace): one Halley step on the mass of the maxima of tuning.MAXIMA_STEP_WIDTH
+    groups of the row's columns (_grouped_maxima) from their own _mean_start, by the
+    loop's own evaluation (_evaluate) and steps.
+
+    The maxima are a subset of the row, so the shift of their mass (where it is 1) is at
+    most the row's; a row's largest entries, which hold its support, mostly lie in
+    different groups, so it comes close: on float32 N(0, 1) rows of 1000 at alpha = 1.3,
+    0.02 below the row's shift (median; 0.12 at most), where _mean_start's is 1.34 below.
+    Halley's step from their mean start lands near it (0.03 median, 0.09-0.14 at most);
+    it can overshoot (by up to 0.02 on N(0, 2^2) rows, where the maxima hold the whole
+    support: hence the spread's upper bound in _maxima_step_applies). From there the
+    loop's Halley step lands within the finish's reach (_finish_bound: 3.2e-4 at 1.3;
+    Halley's error was about 0.04 e^3 from e below), so its second evaluation of the
+    whole rows is its last (then _Buffers.finished), where from the mean start it took
+    three. Cost: float32 (1024, 1000), 0.1 ms for the maxima and 0.3 for the step in
+    isolation, 0.35-0.7 ms inside the op (measured: tuning.MAXIMA_STEP).
+    """
+    maxima = _grouped_maxima(z, T.MAXIMA_STEP_WIDTH)
+    book_top = to_book(top)
+    lo = np.zeros_like(book_top)
+    hi = lo + _upper_shift(maxima.shape[-1], alpha)
+    c = _mean_start(maxima, book_top, lo, hi, alpha, to_book)
+    work = _Buffers(maxima, top, alpha, True, to_work, _clamped_form(alpha))
+    total, slope, bent = _evaluate(c, alpha, work, True, to_work, to_book)
+    step = _deformed_step(total, slope, alpha)
+    if bent is not None:
+        step = _halley_step(step, total, slope, bent, alpha)[0]
+    return c + step
+
+
+def _upper_shift(size: int, alpha: float) -> float:
+    """-log_{2-alpha}(1/size), the shift (relative to the maximum) at which every entry
+    of a row of ``size`` has at most 1/size: the eager loop's bracket's upper end (cached:
+    the generated log_beta on one value took 20 to 80 us)."""
+    if (size, alpha) not in _UPPER_SHIFTS:
+        if len(_UPPER_SHIFTS) >= 4096:  # (a schedule of alphas: bounded)
+            _UPPER_SHIFTS.clear()
+        _UPPER_SHIFTS[size, alpha] = -float(_deformed.log_beta(np.float64(1 / size), 2 - alpha))
+    return _UPPER_SHIFTS[size, alpha]
+
+
 def _jensen_bound(gaps: Array, alpha: float) -> Array:
     """max over k of mean_k - log_{2-alpha}(1/k), per row (..., 1), mean_k the mean of the
     k largest of some entries of a row relative to its maximum, from ``gaps``: the row
@@ -1200,8 +1284,8 @@ def _power(total: Array, exponent: float | Array) -> Array:
     return xp.exp(exponent * xp.log(total))
 
 
-# the upper end of the eager loop's bracket for a row length and a Python-float alpha (the
-# generated log_beta on one value took 20 to 80 us, twice per call)
+# the upper end of the eager loop's bracket for a row length and a Python-float alpha
+# (_upper_shift)
 _UPPER_SHIFTS: dict[tuple[int, float], float] = {}
 
 
@@ -1608,11 +1692,7 @@ def entmax_newton(
         lo = xp.zeros_like(booked_top)  # c is relative to the row maximum (see _mass)
     # c = -log_{2-alpha}(1/K): every entry has at most 1/K there
     if isinstance(alpha, float) and xp is np:  # one value for every row (50 us less)
-        if (size, alpha) not in _UPPER_SHIFTS:  # (eager only: xp is NumPy there)
-            if len(_UPPER_SHIFTS) >= 4096:  # (a schedule of alphas: bounded)
-                _UPPER_SHIFTS.clear()
-            _UPPER_SHIFTS[size, alpha] = -float(_deformed.log_beta(np.float64(1 / size), 2 - alpha))
-        hi = lo + _UPPER_SHIFTS[size, alpha]
+        hi = lo + _upper_shift(size, alpha)  # (eager only: xp is NumPy there)
     else:
         hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
     held, gap = None, None  # (the start from the largest entries: rows it holds, max - z)
@@ -1633,9 +1713,12 @@ def entmax_newton(
     if sorted_start:  # (a rounded bound may exceed hi, on constant rows: hi bounds it)
         c = xp.minimum(xp.maximum(lo, booked_start), hi)
     elif start is None and held is None:
-        c = _mean_start(z, booked_top, lo, hi, alpha, to_book)
+        spread = _mean_gap(z, booked_top, to_book)
+        c = _mean_start(z, booked_top, lo, hi, alpha, to_book, spread)
         if _grouped_start_applies(z, alpha, on_host):  # (the host: no partition, no sort)
             c = xp.minimum(xp.maximum(c, _grouped_shift(z, top, alpha, to_book)), hi)
+        elif _maxima_step_applies(z, alpha, on_host, spread):  # (a CPU tensor)
+            c = xp.minimum(xp.maximum(c, _maxima_step_shift(z, top, alpha, to_book, to_work)), hi)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     # in place from step to step where the per-row values are NumPy's (_Buffers)
@@ -1686,6 +1769,27 @@ def entmax_newton(
     # threshold mode one from the left is close enough to return below ``close_enough``
     stall, close_enough = 0.25, math.sqrt(eps) / 8 / eps
 
+    def foreseen(
+        done: Array, c: Array, new: Array, taken: Array, bend: Array, fine: Array,
+        tolerance: Array, total: Array, slope: Array, bent: Array, fourth: Array | None,
+    ) -> None:  # fmt: skip
+        """predicted[0]: the rows done, or whose step lands within the tolerance."""
+        # Newton's error after a step is about |h''/(2h')| step^2 = |bend| step^2 (either
+        # side of the shift), with the curvature at c (for alpha < 3/2, t bounded, it
+        # changes little over a step this small): within the stall tolerance, the step
+        # lands where the loop would stop, so the next evaluation is the last and need
+        # not be read on the host (the step taken is Halley's, whose error is smaller
+        # still)
+        inside = new == c + taken  # (not a bisection)
+        small = xp.abs(bend) * (taken * taken) <= stall * tolerance
+        if fourth is not None:  # (QUARTIC_ALPHA) Halley's own error estimate, a leading
+            # term: within half the tolerance; this ends one evaluation earlier than
+            # Newton's bound, which a Halley step beats by far
+            error = gen.halley_error(total, slope, bent, fourth, alpha)
+            predicted_error = xp.abs(error) * xp.abs(taken) ** 3
+            small = small | (fine & (predicted_error <= stall * tolerance / 2))
+        predicted[0] = done | (inside & small)
+
     def advance(
         c: Array, lo: Array, hi: Array, work: _Buffers, bend: bool
     ) -> tuple[Array, Array, Array, Array, Array]:
@@ -1725,7 +1829,18 @@ def entmax_newton(
             tested = max(close_enough if threshold else stall, 1.0)
             widest = 4 * eps * max(float(np.abs(c).max()), 1.0)  # the largest tolerance
             if (new - c).min() > tested * widest and g.min() > 4 * eps:
-                return new, lo, hi, np.zeros(g.shape, dtype=bool), total
+                done = np.zeros(g.shape, dtype=bool)
+                # ... but each row's step may still land within the tolerance: then the
+                # next evaluation is the last (``predicted``; without this test here, a
+                # loop whose second evaluation was 4e-5 from the shift on every row took
+                # a third where the finish would do: float32 N(0, 0.5^2) rows at 1.3 from
+                # _maxima_step_shift)
+                if foresee and bent is not None:
+                    size_c = np.abs(c)
+                    tolerance = 4 * eps * np.where(size_c > 1.0, size_c, 1.0)
+                    terms = (taken, bend, fine, tolerance, total, safe_slope, bent, work.fourth)
+                    foreseen(done, c, new, *terms)
+                return new, lo, hi, done, total
         # Stop on the residual or the bracket; alpha <= 2 also once the step is below
         # one ulp of c, or would fall while g >= 0. Above 2 the slope is unbounded at
         # the support edge, so a small step says nothing, and the residual cannot fall
@@ -1748,21 +1863,10 @@ def entmax_newton(
             stalled = (xp.abs(new - c) <= stall * tolerance) | ((g >= 0) & (new <= c))
             done = settled | (stalled if rising is True else rising & stalled)
             if foresee and bent is not None:
-                # Newton's error after a step is about |h''/(2h')| step^2 = |bend| step^2
-                # (either side of the shift), with the curvature at c (for alpha < 3/2, t
-                # bounded, it changes little over a step this small): within the stall
-                # tolerance, the step lands where the loop would stop, so the next
-                # evaluation is the last and need not be read on the host (the step taken
-                # is Halley's, whose error is smaller still)
-                inside = new == c + taken  # (not a bisection)
-                small = xp.abs(bend) * (taken * taken) <= stall * tolerance
-                if work.fourth is not None:  # (QUARTIC_ALPHA) Halley's own error estimate,
-                    # a leading term: within half the tolerance; this ends one evaluation
-                    # earlier than Newton's bound, which a Halley step beats by far
-                    error = gen.halley_error(total, safe_slope, bent, work.fourth, alpha)
-                    predicted_error = xp.abs(error) * xp.abs(taken) ** 3
-                    small = small | (fine & (predicted_error <= stall * tolerance / 2))
-                predicted[0] = done | (inside & small)
+                fourth = work.fourth
+                foreseen(
+                    done, c, new, taken, bend, fine, tolerance, total, safe_slope, bent, fourth
+                )
             if threshold and rising is True:
                 # a step from the left below sqrt(eps): the next would be about C step^2
                 # (C = 0.3 on N(0, 1) rows at alpha = 1.3), below one ulp; the caller's
