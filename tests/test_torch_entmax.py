@@ -2303,7 +2303,7 @@ def test_the_maxima_step_lands_near_the_shift():
     top = z.amax(-1, keepdim=True)
     alpha = 1.3
     _, to_book, to_work = core._bookkeeping(z, True)
-    start = core._maxima_step_shift(z, top, alpha, to_book, to_work)[:, 0]
+    start = core._maxima_step_shift(z, top, to_book(top), alpha, to_book, to_work)[:, 0]
     shift = np.array([_shift64(row, alpha) for row in z.double().numpy()])
     assert start.shape == (64,)
     assert (shift - start).max() <= 0.2

@@ -1217,12 +1217,13 @@ def _maxima_step_applies(z: Array, alpha: float | Array, on_host: bool, spread: 
 
 
 def _maxima_step_shift(
-    z: Array, top: Array, alpha: float, to_book: Callable, to_work: Callable
+    z: Array, top: Array, booked_top: Array, alpha: float, to_book: Callable, to_work: Callable
 ) -> Array:
     """A first shift near each row's (relative to its maximum ``top``, in the loop's
     namespace): one Halley step on the mass of the maxima of tuning.MAXIMA_STEP_WIDTH
     groups of the row's columns (_grouped_maxima) from their own _mean_start, by the
-    loop's own evaluation (_evaluate) and steps.
+    loop's own evaluation (_evaluate) and steps (``booked_top``: ``top`` in the loop's
+    namespace).
 
     The maxima are a subset of the row, so the shift of their mass (where it is 1) is at
     most the row's; a row's largest entries, which hold its support, mostly lie in
@@ -1238,10 +1239,9 @@ def _maxima_step_shift(
     isolation, 0.35-0.7 ms inside the op (measured: tuning.MAXIMA_STEP).
     """
     maxima = _grouped_maxima(z, T.MAXIMA_STEP_WIDTH)
-    book_top = to_book(top)
-    lo = np.zeros_like(book_top)
+    lo = np.zeros_like(booked_top)
     hi = lo + _upper_shift(maxima.shape[-1], alpha)
-    c = _mean_start(maxima, book_top, lo, hi, alpha, to_book)
+    c = _mean_start(maxima, booked_top, lo, hi, alpha, to_book)
     work = _Buffers(maxima, top, alpha, True, to_work, _clamped_form(alpha))
     total, slope, bent = _evaluate(c, alpha, work, True, to_work, to_book)
     step = _deformed_step(total, slope, alpha)
@@ -1605,7 +1605,8 @@ def entmax_newton(
     step as one stacked power, fewer kernels); on a GPU an alpha in (1, 2) starts from a
     bound found on the sorted rows (_top_jensen_shift), which saves evaluations; on the
     host, without the prefix start, most alphas from 1.2 to 2 start from a bound on the
-    maxima of groups of columns (_grouped_shift).
+    maxima of groups of columns (_grouped_shift), and CPU tensors from 1.25 to below 1.36
+    on rows of middling spread from one Halley step on such maxima (_maxima_step_shift).
     Above 2 bisection steps in where Newton would leave the bracket; in eager mode on
     the host, on long rows, the loop first solves each row's few largest entries alone,
     then the entries within 1/(alpha - 1) of the row maximum of the rows whose support
@@ -1718,7 +1719,8 @@ def entmax_newton(
         if _grouped_start_applies(z, alpha, on_host):  # (the host: no partition, no sort)
             c = xp.minimum(xp.maximum(c, _grouped_shift(z, top, alpha, to_book)), hi)
         elif _maxima_step_applies(z, alpha, on_host, spread):  # (a CPU tensor)
-            c = xp.minimum(xp.maximum(c, _maxima_step_shift(z, top, alpha, to_book, to_work)), hi)
+            near = _maxima_step_shift(z, top, booked_top, alpha, to_book, to_work)
+            c = xp.minimum(xp.maximum(c, near), hi)
     rising = alpha <= 2  # a Python bool for a float alpha: the step below takes one form
     hi = xp.maximum(hi, lo)
     # in place from step to step where the per-row values are NumPy's (_Buffers)
@@ -1768,6 +1770,11 @@ def entmax_newton(
     # in tolerances (4 ulps of max(|c|, 1)): a step stalls below ``stall`` of one, and in
     # threshold mode one from the left is close enough to return below ``close_enough``
     stall, close_enough = 0.25, math.sqrt(eps) / 8 / eps
+
+    def tolerance_at(c: Array) -> Array:
+        """The stopping tolerance at c, per row: 4 ulps of max(|c|, 1)."""
+        size_c = xp.abs(c)
+        return 4 * eps * xp.where(size_c > 1.0, size_c, 1.0)
 
     def foreseen(
         done: Array, c: Array, new: Array, taken: Array, bend: Array, fine: Array,
@@ -1836,8 +1843,7 @@ def entmax_newton(
                 # a third where the finish would do: float32 N(0, 0.5^2) rows at 1.3 from
                 # _maxima_step_shift)
                 if foresee and bent is not None:
-                    size_c = np.abs(c)
-                    tolerance = 4 * eps * np.where(size_c > 1.0, size_c, 1.0)
+                    tolerance = tolerance_at(c)
                     terms = (taken, bend, fine, tolerance, total, safe_slope, bent, work.fourth)
                     foreseen(done, c, new, *terms)
                 return new, lo, hi, done, total
@@ -1847,8 +1853,7 @@ def entmax_newton(
         # below the rounding of the bases near the edge (N(0, 1) rows took all 64 steps
         # at alpha = 3): there the loop stops at a residual of sqrt(eps) and
         # _refined_above_two finishes on an exact base.
-        size_c = xp.abs(c)
-        tolerance = 4 * eps * xp.where(size_c > 1.0, size_c, 1.0)
+        tolerance = tolerance_at(c)
         settled = (xp.abs(g) <= 4 * eps) | (hi - lo <= tolerance)
         if rising is False:
             settled = settled | (xp.abs(g) <= math.sqrt(eps))

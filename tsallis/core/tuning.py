@@ -463,9 +463,12 @@ GROUPED_TENSOR_ALPHA = 1.36
 # (spread about 0.3) F F F either way, and 2 to 10 (spread 1.9 and more) F then 3 to 4
 # steps on narrowed rows, where a start above the shift (Halley's step on the maxima
 # overshot by up to 0.02 there) forbade the narrowing: F F F. Forward + backward (torch
-# 2.13, AMD EPYC Zen 4, one process alternating, medians of 30 x 10, ms): see
-# MAXIMA_STEP_TIMES. Width 64 left the start up to 0.24 below the shift (two evaluations
-# then did not reach the finish on every row), 128 0.14, 256 0.10 (not timed).
+# 2.13, AMD EPYC Zen 4, one process alternating, medians of 30 x 10, ms, without /
+# with): 1.3 N(0, 0.5^2) 5.77 / 5.65, N(0, 1) 5.75 / 5.58 and 11.8 / 9.3 (a slow
+# process); 1.35 N(0, 0.5^2) 5.66 / 5.39, N(0, 1) 6.46 / 5.53; rows left alone (N(0,
+# 0.3^2), N(0, 2^2)) 1-2.5% slower (the same script, A against A: within 1%). Width 64
+# left the start up to 0.24 below the shift (two evaluations then did not reach the
+# finish on every row), 128 0.14, 256 0.10 (not timed).
 MAXIMA_STEP = True
 MAXIMA_STEP_WIDTH = 128
 MAXIMA_STEP_SPREAD = (0.4, 1.5)
