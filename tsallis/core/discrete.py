@@ -1213,7 +1213,11 @@ def _maxima_step_applies(z: Array, alpha: float | Array, on_host: bool, spread: 
     if size < 2 * T.MAXIMA_STEP_WIDTH or rows * size < T.COMPACT_ELEMENTS:
         return False
     low, high = T.MAXIMA_STEP_SPREAD
-    return low <= (alpha - 1) * float(np.median(spread)) <= high
+    # the middle value by one partition: np.median's Python layers took 0.12-0.16 ms
+    # here inside the op (0.02 alone), a partition 0.02 (float32 (1024, 1000), 1.3)
+    values = np.ravel(spread)
+    middle = (values.size - 1) // 2
+    return low <= (alpha - 1) * float(np.partition(values, middle)[middle]) <= high
 
 
 def _maxima_step_shift(
