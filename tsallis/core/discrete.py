@@ -1760,7 +1760,7 @@ def entmax_newton(
     # groups' start no longer at 1.35, tuning.GROUPED_TENSOR_ALPHA): N(0, 1) rows at
     # 1.35 10.78 / 8.94 ms (5 -> 4 evaluations of the whole rows); N(0, 0.3^2) at 1.34
     # 8.91 / 8.05, 1.35 8.75 / 8.36, 1.38 8.50 / 8.35, 1.45 9.21 / 8.61; float64 N(0,
-    # 0.3^2) 1.35 38.37 / 30.50 (README: "Other alphas")
+    # 0.3^2) 1.35 38.37 / 30.50 (docs/measurements.md: "Other alphas")
     finishing = work.incremental and form == "base" and not threshold and is_torch_array(z)
     finishing = finishing and isinstance(alpha, float) and alpha <= _FINISH_ALPHA
     finishing = finishing and not _may_underflow(alpha, z.dtype)
