@@ -16,7 +16,7 @@ Ops:
   ``ev_softmax_nll_loss``, ``EvSoftmax``, ``LogEvSoftmax`` (torch_bridge.discrete);
 - sparsemax and alpha-entmax (Martins 2020 eq 3) with their Fenchel-Young losses:
   ``sparsemax``, ``entmax``, ``sparsemax_loss``, ``entmax_loss``, ``Sparsemax``,
-  ``Entmax`` (torch_bridge.entmax).
+  ``Entmax``, ``SparsemaxLoss``, ``EntmaxLoss`` (torch_bridge.entmax).
 """
 
 try:
@@ -46,7 +46,9 @@ from torch_bridge.discrete import (
 from torch_bridge.distributions import BetaGaussian
 from torch_bridge.entmax import (
     Entmax,
+    EntmaxLoss,
     Sparsemax,
+    SparsemaxLoss,
     entmax,
     entmax_loss,
     sparsemax,
@@ -58,11 +60,13 @@ __all__ = [
     "BetaGaussian",
     "ContinuousAttention",
     "Entmax",
+    "EntmaxLoss",
     "EvSoftmax",
     "GaussianRBF",
     "KernelAttention",
     "LogEvSoftmax",
     "Sparsemax",
+    "SparsemaxLoss",
     "closed_forms",
     "continuous_attention",
     "entmax",

@@ -38,7 +38,16 @@ from torch_bridge.discrete import _check_dim, _check_input, _check_target
 from tsallis.core import discrete as _core
 from tsallis.core._generated import deformed as _deformed
 
-__all__ = ["Entmax", "Sparsemax", "entmax", "entmax_loss", "sparsemax", "sparsemax_loss"]
+__all__ = [
+    "Entmax",
+    "EntmaxLoss",
+    "Sparsemax",
+    "SparsemaxLoss",
+    "entmax",
+    "entmax_loss",
+    "sparsemax",
+    "sparsemax_loss",
+]
 
 _HALF = (torch.float16, torch.bfloat16)
 
@@ -487,3 +496,125 @@ class Sparsemax(nn.Module):
             Sparsemax(dim=0)
         """
         return f"dim={self.dim}"
+
+
+class EntmaxLoss(nn.Module):
+    """The alpha-entmax Fenchel-Young loss as a module (the form of the ``entmax``
+    package's ``EntmaxBisectLoss`` and ``Entmax15Loss``); ``alpha`` may be an
+    ``nn.Parameter`` (learned, as for ``Entmax``).
+
+    Args:
+        alpha: a real > 0, a tensor, or an nn.Parameter (as for ``entmax_loss``).
+        reduction: "mean" (over the rows not ignored), "sum" or "none";
+            "elementwise_mean" (the entmax package's name) is "mean".
+        ignore_index: the class index of rows to skip.
+
+    Forward:
+        x (..., K) scores and a target (class indices (...) or a distribution (..., K)),
+        as for ``entmax_loss``. Returns the loss.
+
+    Raises:
+        ValueError: a reduction other than those above (here, not at the first call).
+
+    Examples:
+        >>> import torch
+        >>> criterion = EntmaxLoss(alpha=2.0, reduction="sum")
+        >>> float(criterion(torch.tensor([[0.0, 10.0], [10.0, 0.0]]), torch.tensor([1, 0])))
+        0.0
+    """
+
+    def __init__(
+        self,
+        alpha: float | torch.Tensor = 1.5,
+        reduction: str = "mean",
+        ignore_index: int = -100,
+    ) -> None:
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+        self.alpha = alpha
+        self.reduction = reduction
+        self.ignore_index = ignore_index
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """``entmax_loss(x, target, self.alpha, self.reduction, self.ignore_index)``.
+
+        Args:
+            x: scores (..., K), as for ``entmax_loss``.
+            target: class indices (...) or a distribution (..., K).
+
+        Returns:
+            The loss: (...) for "none", else a scalar.
+
+        Examples:
+            >>> import torch
+            >>> EntmaxLoss(alpha=1.5).forward(torch.tensor([[0.0, 0.0]]), torch.tensor([0]))
+            tensor(0.3905)
+        """
+        return entmax_loss(x, target, self.alpha, self.reduction, self.ignore_index)
+
+    def extra_repr(self) -> str:
+        """The settings printed in the module's repr.
+
+        Examples:
+            >>> EntmaxLoss(alpha=1.3)
+            EntmaxLoss(alpha=1.3, reduction='mean', ignore_index=-100)
+        """
+        alpha = self.alpha if isinstance(self.alpha, float) else "tensor"
+        return f"alpha={alpha}, reduction={self.reduction!r}, ignore_index={self.ignore_index}"
+
+
+class SparsemaxLoss(nn.Module):
+    """The sparsemax Fenchel-Young loss as a module (the form of the ``entmax``
+    package's ``SparsemaxLoss``, without its ``k``: the threshold here is exact).
+
+    Args:
+        reduction: as for ``EntmaxLoss``.
+        ignore_index: the class index of rows to skip.
+
+    Forward:
+        x (..., K) scores and a target, as for ``sparsemax_loss``. Returns the loss.
+
+    Raises:
+        ValueError: a bad reduction.
+
+    Examples:
+        >>> import torch
+        >>> float(SparsemaxLoss()(torch.tensor([[0.0, 0.5]]), torch.tensor([0])))
+        0.5625
+    """
+
+    def __init__(self, reduction: str = "mean", ignore_index: int = -100) -> None:
+        super().__init__()
+        if reduction not in _REDUCTIONS:
+            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+        self.reduction = reduction
+        self.ignore_index = ignore_index
+
+    def forward(self, x: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """``sparsemax_loss(x, target, self.reduction, self.ignore_index)``.
+
+        Args:
+            x: scores (..., K), as for ``sparsemax_loss``.
+            target: class indices (...) or a distribution (..., K).
+
+        Returns:
+            The loss: (...) for "none", else a scalar.
+
+        Examples:
+            >>> import torch
+            >>> SparsemaxLoss(reduction="none").forward(
+            ...     torch.tensor([[0.0, 0.5], [3.0, 0.0]]), torch.tensor([0, 0])
+            ... )
+            tensor([0.5625, 0.0000])
+        """
+        return sparsemax_loss(x, target, self.reduction, self.ignore_index)
+
+    def extra_repr(self) -> str:
+        """The settings printed in the module's repr.
+
+        Examples:
+            >>> SparsemaxLoss(ignore_index=0)
+            SparsemaxLoss(reduction='mean', ignore_index=0)
+        """
+        return f"reduction={self.reduction!r}, ignore_index={self.ignore_index}"
