@@ -240,8 +240,7 @@ def ev_softmax_nll_loss(
         raise ValueError(
             "eps must be > 0 for the NLL: ev_softmax gives probability 0 off its support"
         )
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    _check_reduction(reduction)
     if not isinstance(logits, torch.Tensor) or logits.dim() == 0:
         raise ValueError("logits must be a tensor of shape (C,), (N, C) or (N, C, d1, ...)")
     class_dim = 1 if logits.dim() >= 2 else 0
@@ -254,6 +253,12 @@ def ev_softmax_nll_loss(
         return losses.sum()
     counted = (target != ignore_index).sum().clamp_min(1)
     return losses.sum() / counted
+
+
+def _check_reduction(reduction: object, allowed: tuple[str, ...] = _REDUCTIONS) -> None:
+    """ValueError unless ``reduction`` is one of ``allowed`` (the losses' reductions)."""
+    if reduction not in allowed:
+        raise ValueError(f"reduction must be one of {allowed}, got {reduction!r}")
 
 
 def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_index: int) -> None:

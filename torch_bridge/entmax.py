@@ -34,7 +34,7 @@ import torch
 from torch import nn
 
 from torch_bridge.basis import constant_float
-from torch_bridge.discrete import _check_dim, _check_input, _check_target
+from torch_bridge.discrete import _check_dim, _check_input, _check_reduction, _check_target
 from tsallis.core import discrete as _core
 from tsallis.core._generated import deformed as _deformed
 
@@ -324,8 +324,7 @@ def entmax_loss(
         >>> float(entmax_loss(torch.tensor([[0.0, 10.0]]), torch.tensor([1]), 2.0))
         0.0
     """
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+    _check_reduction(reduction, _REDUCTIONS)
     _check(x, -1, None)
     value = _alpha(alpha, x, x.dim() - 1)
     # float16 / bfloat16 scores: the loss in float32, as the map is computed (in float16
@@ -530,8 +529,7 @@ class EntmaxLoss(nn.Module):
         ignore_index: int = -100,
     ) -> None:
         super().__init__()
-        if reduction not in _REDUCTIONS:
-            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+        _check_reduction(reduction, _REDUCTIONS)
         self.alpha = alpha
         self.reduction = reduction
         self.ignore_index = ignore_index
@@ -586,8 +584,7 @@ class SparsemaxLoss(nn.Module):
 
     def __init__(self, reduction: str = "mean", ignore_index: int = -100) -> None:
         super().__init__()
-        if reduction not in _REDUCTIONS:
-            raise ValueError(f"reduction must be one of {_REDUCTIONS}, got {reduction!r}")
+        _check_reduction(reduction, _REDUCTIONS)
         self.reduction = reduction
         self.ignore_index = ignore_index
 
