@@ -666,6 +666,50 @@ def test_rows_finished_apart_change_nothing(monkeypatch):
         assert taken, alpha  # rows went apart
 
 
+@pytest.mark.parametrize("alpha", [2.5, 5.0, 10.0])
+def test_rows_above_two_finished_apart_change_nothing(alpha, monkeypatch):
+    """Above 2 the eager loop also leaves rows apart once at most half are left and the
+    done ones are worth tuning.DONE_ELEMENTS values, and its double-double refinement
+    leaves its last rows apart too (lowered here, with COMPACT_ELEMENTS, to a few
+    rows). Each row takes
+    the same steps either way, and a row's sum does not depend on the others: p and s
+    are bit for bit those of the loops without DONE_ELEMENTS on the (400, 200) hard
+    rows (which the loop takes packed to their largest entries), and those of loops that
+    keep every row on tall N(0, 1) rows of 16, where the refinement did leave rows apart;
+    three of those within 1e-12 of 40-digit mpmath."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    taken, original = [], core._rows_of  # (the refinement's rows apart)
+    monkeypatch.setattr(core, "_rows_of", lambda a, i: taken.append(1) or original(a, i))
+    heavy, apart = [], core._left_apart  # (rows apart by DONE_ELEMENTS, not STRAGGLERS)
+
+    def recorded(left: int, rows: int, size: int, above_two: bool) -> bool:
+        decided = apart(left, rows, size, above_two)
+        heavy.append(decided and left > tuning.STRAGGLERS * rows)
+        return decided
+
+    monkeypatch.setattr(core, "_left_apart", recorded)
+    monkeypatch.setattr(tuning, "COMPACT_ELEMENTS", 1 << 10)
+    monkeypatch.setattr(tuning, "DONE_ELEMENTS", 1 << 10)
+    hard = _hard_rows(F64)
+    p, s = core.entmax_newton(hard, alpha, slopes=True)
+    with monkeypatch.context() as kept:
+        kept.setattr(tuning, "DONE_ELEMENTS", 1 << 62)
+        p0, s0 = core.entmax_newton(hard, alpha, slopes=True)
+    assert torch.equal(p, p0) and torch.equal(s, s0), alpha
+    tall = torch.randn(6000, 16, generator=torch.Generator().manual_seed(5), dtype=F64)
+    taken.clear()
+    p, s = core.entmax_newton(tall, alpha, slopes=True)
+    assert taken and any(heavy), alpha  # rows apart in the refinement, by DONE_ELEMENTS
+    with monkeypatch.context() as kept:
+        kept.setattr(tuning, "COMPACT_ELEMENTS", 1 << 62)
+        p0, s0 = core.entmax_newton(tall, alpha, slopes=True)
+    assert torch.equal(p, p0) and torch.equal(s, s0), alpha
+    for row, got in zip(tall.numpy()[:3], p[:3].numpy(), strict=True):
+        assert np.abs(got - _exact(row, alpha)).max() <= 1e-12, alpha
+
+
 def _narrowings(monkeypatch) -> list:
     """Records each _narrowed call's result: the narrow rows' width, or None (refused)."""
     from tsallis.core import discrete as core

@@ -825,6 +825,19 @@ def _compactable(z: Array, alpha: float | Array, on_host: bool) -> bool:
     return rows > 1 and rows * z.shape[-1] >= T.COMPACT_ELEMENTS
 
 
+def _left_apart(left: int, rows: int, size: int, above_two: bool) -> bool:
+    """Whether the eager loops finish the ``left`` of ``rows`` rows (of ``size`` entries)
+    apart: at most tuning.STRAGGLERS of them, or ``above_two`` (evaluations in float64,
+    by a power per entry) done rows worth at least tuning.DONE_ELEMENTS values (each its
+    entries and tuning.ROW_ELEMENTS for its bookkeeping)."""
+    if left <= T.STRAGGLERS * rows:
+        return True
+    # (at most half of them left: each call apart then holds at most half its caller's
+    # rows, so all of them together hold at most as many as the first)
+    heavy = (rows - left) * (size + T.ROW_ELEMENTS) >= T.DONE_ELEMENTS
+    return above_two and 2 * left <= rows and heavy
+
+
 def _flat_index(mask: Array) -> Array:
     """The places of the True rows of a (R, 1) boolean mask, 1-D (NumPy or Torch)."""
     if isinstance(mask, np.ndarray):
@@ -838,6 +851,11 @@ def _take_rows(a: Array, index: Array) -> Array:
     if is_torch_array(a):
         return a.index_select(0, _xs.native(a).as_tensor(index, device=a.device))
     return np.take(a, index, axis=0)
+
+
+def _rows_of(a: Any, index: Array) -> Any:
+    """_take_rows of a 2-D array, or of a (R, 1) one; a Python float or None as it is."""
+    return a if a is None or isinstance(a, float) else _take_rows(a, index)
 
 
 def _put_rows(target: Array, index: Array, values: Array) -> None:
@@ -1942,7 +1960,7 @@ def entmax_newton(
                 break
             if apart and index + 1 < limit:
                 rows = _flat_index(~done)
-                if rows.shape[0] <= T.STRAGGLERS * done.shape[0]:
+                if _left_apart(rows.shape[0], done.shape[0], z.shape[-1], alpha > 2):
                     # the rows left, finished by a call of their own: each step would
                     # otherwise evaluate every row again (the done ones at their c)
                     state = tuple(_take_rows(v, rows) for v in (new, lo, hi))
@@ -2087,7 +2105,8 @@ def _refined_above_two(
     with infinite slope). Stops once |sum p - 1| <= 4 eps or the bracket is a few
     ulps of d wide (at most 64 steps; without ``on_host`` all 64, or, given
     ``while_loop`` (entmax_newton's ``loop``), on the device until every row is done). Rows at
-    alpha <= 2 of an alpha array get values here that the caller discards.
+    alpha <= 2 of an alpha array get values here that the caller discards. In eager mode
+    on the CPU its last rows go on apart, as the loop's do (_left_apart).
     """
     xp, to_book, to_work = book
     c, lo, hi = loop
@@ -2112,32 +2131,77 @@ def _refined_above_two(
     shifted = lib.subtract(z, to_work(tau_hi))  # z - tau_hi, fresh: z is the caller's
     base = work_xp.empty_like(z)
 
-    def evaluate(d: Array, fresh: bool = False) -> tuple[Array, Array, Array, Array]:
-        # (``fresh``: no buffer written, as a while_loop's body must)
+    def evaluate(
+        d: Array, fresh: bool = False, rows: tuple | None = None
+    ) -> tuple[Array, Array, Array, Array]:
+        # (``fresh``: no buffer written, as a while_loop's body must; ``rows``: the
+        # (shifted, base, rate, power) of some rows, _solved's, else all)
+        of_rows, into, by, to = (shifted, base, rate, power) if rows is None else rows
         if fresh:
-            bases = (shifted - to_work(d)) * rate
+            bases = (of_rows - to_work(d)) * by
         else:
-            bases = lib.multiply(lib.subtract(shifted, to_work(d), out=base), rate, out=base)
-        p = work_xp.astype(gen.entmax_from_base(bases, power), z.dtype, copy=False)
+            bases = lib.multiply(lib.subtract(of_rows, to_work(d), out=into), by, out=into)
+        p = work_xp.astype(gen.entmax_from_base(bases, to), z.dtype, copy=False)
         # s = p / base, as the loop's s = p / (1 + x) (_over_one_plus), not a second power
         # (gppr_weights; float64 (1024, 1000) at alpha = 5, one evaluation: 8 ms -> 1.5)
         s = _over_base(p, bases)
         return p, s, to_book(_xs.row_sum(p)), to_book(_xs.row_sum(s))
 
-    def advance(d: Array, low: Array, high: Array, total: Array, slope: Array) -> tuple:
-        """(the next d, its bracket, which rows are done) from an evaluation at d."""
+    def advance(
+        d: Array,
+        low: Array,
+        high: Array,
+        total: Array,
+        slope: Array,
+        kept: tuple = (alpha, settled),
+    ) -> tuple:
+        """(the next d, its bracket, which rows are done) from an evaluation at d (``kept``:
+        the rows' alpha and ``settled``, _solved's)."""
+        alpha_rows, settled_rows = kept
         g = total - 1
         more = g > 0  # tau too small: the root lies above d
         low, high = xp.where(more, d, low), xp.where(more, high, d)
         size_d = xp.maximum(xp.abs(low), xp.abs(high))
         done = (xp.abs(g) <= 4 * eps) | (high - low <= 4 * eps * size_d)
-        if not isinstance(alpha, float):  # (rows at alpha <= 2 keep the loop's map)
-            done = done | (alpha <= 2)
-        if settled is not None:
-            done = done | settled
+        if not isinstance(alpha_rows, float):  # (rows at alpha <= 2 keep the loop's map)
+            done = done | (alpha_rows <= 2)
+        if settled_rows is not None:
+            done = done | settled_rows
         newton = d + g / xp.where(slope > 0, slope, 1.0)
         inside = (newton > low) & (newton < high)
         return xp.where(done, d, xp.where(inside, newton, (low + high) / 2)), low, high, done
+
+    # rows left apart once at most tuning.STRAGGLERS of them are left (eager, on the CPU,
+    # 2-D): every step evaluated every row, and on tall batches the slowest row set the
+    # count (float64 (100000, 64) N(0, 1) rows at alpha = 5: 61 evaluations of all rows)
+    apart = on_host and _eager_cpu(z) and z.ndim == 2 and z.shape[0] > 1
+    apart = apart and math.prod(z.shape) >= T.COMPACT_ELEMENTS
+
+    def solved(state: tuple, steps: int) -> tuple:
+        """(p, s, sum p, d, low) of the rows in ``state`` = (d, low, high, (shifted, base,
+        rate, power), (alpha, settled)): p and s at the last d, where every row is done
+        or ``steps`` are taken; the last rows left apart by a call of their own."""
+        d, low, high, rows, kept = state
+        for index in range(steps):
+            p, s, total, slope = evaluate(d, rows=rows)
+            new, low, high, done = advance(d, low, high, total, slope, kept)
+            if bool(xp.all(done)):
+                return p, s, total, d, low
+            d = new  # (a done row keeps its d: its p and s above are at it)
+            if not (apart and index + 1 < steps):
+                continue
+            left = _flat_index(~done)
+            if _left_apart(left.shape[0], done.shape[0], z.shape[-1], True):
+                of_rows, _, by, to = (_rows_of(v, left) if v is not rows[1] else v for v in rows)
+                into = work_xp.empty_like(of_rows)  # (the rows' own buffer for their bases)
+                state = tuple(_rows_of(v, left) for v in (d, low, high))
+                state += ((of_rows, into, by, to), tuple(_rows_of(v, left) for v in kept))
+                rest = solved(state, steps - index - 1)
+                for target, values in zip((p, s, total, d, low), rest, strict=True):
+                    _put_rows(target, left, values)
+                return p, s, total, d, low
+        p, s, total, _ = evaluate(d, rows=rows)
+        return p, s, total, d, low
 
     # Up to 64 steps: rows whose root sits next to an entry's edge (a p of 0.09 from a
     # base of 1e-10 at alpha = 10) close on it by bisection, and 16 steps left p 5e-3 off
@@ -2156,14 +2220,15 @@ def _refined_above_two(
         done = xp.zeros(d.shape, dtype=xp.bool, device=_device(d))
         carried = (count, d + 0, low + 0, high + 0, done)
         _, d, low, high, _ = while_loop(unfinished, step, carried)
+    elif on_host:
+        p, s, total, d, low = solved(
+            (d, low, high, (shifted, base, rate, power), (alpha, settled)), 64
+        )
+        at_d = True
     else:
         for _ in range(64):
             p, s, total, slope = evaluate(d)
-            new, low, high, done = advance(d, low, high, total, slope)
-            if on_host and bool(xp.all(done)):
-                at_d = True
-                break
-            d = new
+            d, low, high, _ = advance(d, low, high, total, slope)
     if not at_d:
         p, s, total, _ = evaluate(d)
     # a last d above every base leaves no support: the bracket closed on a shift that the

@@ -485,6 +485,30 @@ MAXIMA_STEP_SPREAD = (0.4, 1.5)
 COMPACT_ELEMENTS = 1 << 16
 STRAGGLERS = 0.125
 
+# Above 2 (float64, a power per entry: some 3 ns a value an evaluation), the eager loop
+# and its refinement also leave their rows apart once at most half of them is left and
+# the rows done would cost at least DONE_ELEMENTS values an evaluation, each row counted
+# as its entries plus ROW_ELEMENTS (its bookkeeping: dozens of NumPy operations a step
+# on every row's values): every further step over the whole rows would evaluate them
+# again, where leaving the others apart costs a call (about 1 ms) and a copy of their
+# rows (core.discrete._left_apart; at most half: the calls apart hold at most as many
+# rows as the first). Measured (2026-11-28, torch 2.13, AMD EPYC, 2 threads, forward
+# alone, float32 N(0, 1) rows, computed in float64), in one process alternating, without
+# / with it (the refinement's stragglers apart in both): (100000, 10) at 2.5 / 5 / 10
+# 89 / 185 / 266 -> 81 / 114 / 135 ms; (100000, 64) 724 / 940 / 1623 -> 536 / 590 / 624;
+# (16384, 1000) 58 / 73 / 114 -> 60 / 76 / 96; (1024, 1000) 5.9 / 8.8 / 26.7 -> 5.9 /
+# 9.1 / 26.9. Against the code before both (separate processes): (100000, 64) at 5
+# 3910-4248 ms (its first step left 46% of the rows, the next seventeen 45% down to
+# 12%), at 10 2016-2197; (16384, 1000) at 2.5 / 5 / 10 141 / 148 / 245; the entmax
+# package's bisection (float32, 50 steps) took 585-1049 ms on (100000, 64), 2347-3397 on
+# (16384, 1000), 141-163 on (100000, 10). Extra peak memory of a forward + backward:
+# (100000, 64) at 5 666 -> 801 MB, (1000000, 10) 1163 -> 1227, (65536, 1000) unchanged
+# (2.8 GB). Not below 2, where an evaluation costs 0.7 ms per million float32 values:
+# float32 (65536, 1000) at 1.5, forward + backward, 228 -> 262 ms with it (then without
+# the half), and 66 MB more at its peak.
+DONE_ELEMENTS = 1 << 18
+ROW_ELEMENTS = 16
+
 # The eager Newton loop at a Python-float alpha in (1, 2) whose state moves in place
 # (core.discrete._clamped_form "base" and "offset"), on rows of at least
 # NARROW_MIN_LENGTH entries and calls of at least COMPACT_ELEMENTS values, goes on after
