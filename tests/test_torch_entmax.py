@@ -170,12 +170,15 @@ def test_huge_rows_in_long_batches_above_two(alpha):
     assert np.abs(q[11, ::2] - 2 / size).max() <= 2e-15
 
 
-@pytest.mark.parametrize("alpha, size", [(1.5, 2), (1.5, 8), (2.0, 4), (2.0, 32)])
+@pytest.mark.parametrize(
+    "alpha, size", [(1.5, 2), (1.5, 3), (1.5, 8), (2.0, 2), (2.0, 3), (2.0, 4), (2.0, 32)]
+)
 def test_short_rows_take_the_sorted_map_at_any_batch(alpha, size, monkeypatch):
     """Tensors of rows from tuning.SORT_ROW_LENGTHS[alpha][0] to [1] entries take the
     sorted map however many rows (here 2^17 / K + 5, above SORT_ELEMENTS), with -inf
     entries and ties: p and dL/dz against the Newton loop (SORT_ROW_LENGTHS off) within
-    1e-14 in float64; float32 p within 1e-6 of float64."""
+    1e-14 in float64; float32 p within 1e-6 of float64. Rows of at most
+    tuning.TORCH_SORT_LENGTH entries are sorted by Torch, longer ones by NumPy."""
     from tsallis.core import discrete as core
     from tsallis.core import tuning
 

@@ -278,12 +278,22 @@ NUMPY_SORT_ELEMENTS = 1 << 15
 # map at any size: the Newton loop's per-row bookkeeping (dozens of operations on every
 # row's values at every step) costs more there than the sort of short rows. Measured
 # (torch 2.13, CPU, float32, forward + backward, 400 000 and 1 600 000 values, Newton /
-# sort, ms): sparsemax K = 2 6.6 / 11.8 and 26.2 / 45.8 (hence from 4), K = 4 8.2 / 7.4
+# sort, ms): sparsemax K = 2 6.6 / 11.8 and 26.2 / 45.8 (then from 4), K = 4 8.2 / 7.4
 # and 29.9 / 29.4, 8 7.7 / 5.9 and 25.0 / 20.5, 16 4.1 / 2.9 and 12.8 / 10.1, 32 3.1 /
 # 2.6 and 8.4 / 7.6, 64 2.6 / 2.3 and 6.8 / 7.1; 1.5-entmax K = 2 23.2 / 14.0 and 97.1 /
 # 55.9, 4 15.8 / 9.4 and 64.2 / 38.2, 8 10.8 / 10.9 and 35.8 / 29.7, 16 6.0 / 6.8 and
-# 19.7 / 19.1, 32 3.7 / 6.3 and 11.2 / 17.2.
-SORT_ROW_LENGTHS = {2.0: (4, 32), 1.5: (2, 8)}
+# 19.7 / 19.1, 32 3.7 / 6.3 and 11.2 / 17.2. Since rows of at most TORCH_SORT_LENGTH
+# entries are sorted by Torch (below), sparsemax takes the sort from 2 entries too
+# (2026-11-28, float32 (100000, K), one process alternating, sort / Newton / the entmax
+# package's sparsemax: K = 2 3.3-4.6 / 4.2-5.8 / 3.7-5.2, 3 4.3-6.1 / 7.4-10.2 /
+# 5.2-7.2, 4 5.4-6.6 / 8.8-9.7 / 6.4-8.1; 1.5-entmax's sort 4.3-6.7 / 6.5-7.0 /
+# 7.7-9.1 against the package's entmax15 3.9-6.1 / 5.4-5.8 / 6.7-8.1).
+SORT_ROW_LENGTHS = {2.0: (2, 32), 1.5: (2, 8)}
+# CPU tensors with rows of at most TORCH_SORT_LENGTH entries are sorted by Torch, not by
+# NumPy on a view (core.discrete._decreasing): NumPy's sort costs about 38 ns a row
+# whatever its length up to 16 (float32 (100000, K), K = 2 / 3 / 4 / 8 / 16: NumPy 3.8 /
+# 4.0 / 4.0 / 3.9 / 3.8 ms, Torch's descending sort 0.87 / 1.16 / 1.93 / 4.30 / 10.8).
+TORCH_SORT_LENGTH = 4
 SORTED_PREFIX = 64
 # Rows of at most SHARED_COUNTING entries take the prefix sizes 1..K of the sorted maps
 # from a small cache (8 arrays of at most 512 KB at float64) instead of an arange per
