@@ -679,12 +679,14 @@ def test_rows_above_two_finished_apart_change_nothing(alpha, monkeypatch):
     are bit for bit those of the loops without DONE_ELEMENTS on the (400, 200) hard
     rows (which the loop takes packed to their largest entries), and those of loops that
     keep every row on tall N(0, 1) rows of 16, where the refinement did leave rows apart;
-    three of those within 1e-12 of 40-digit mpmath."""
+    three of those within 1e-12 of 40-digit mpmath. Alpha arrays too, bit for bit as
+    with every row kept: (1, 1) (broadcast: the rows apart keep it whole), one value per
+    row, and alphas per row from 1.5 up (rows at or below 2 settled)."""
     from tsallis.core import discrete as core
     from tsallis.core import tuning
 
     taken, original = [], core._rows_of  # (the refinement's rows apart)
-    monkeypatch.setattr(core, "_rows_of", lambda a, i: taken.append(1) or original(a, i))
+    monkeypatch.setattr(core, "_rows_of", lambda a, i, n: taken.append(1) or original(a, i, n))
     heavy, apart = [], core._left_apart  # (rows apart by DONE_ELEMENTS, not STRAGGLERS)
 
     def recorded(left: int, rows: int, size: int, above_two: bool) -> bool:
@@ -711,6 +713,15 @@ def test_rows_above_two_finished_apart_change_nothing(alpha, monkeypatch):
     assert torch.equal(p, p0) and torch.equal(s, s0), alpha
     for row, got in zip(tall.numpy()[:3], p[:3].numpy(), strict=True):
         assert np.abs(got - _exact(row, alpha)).max() <= 1e-12, alpha
+    rows = tall.shape[0]
+    per_row = torch.linspace(1.5, alpha + 1, rows, dtype=F64)[:, None]
+    for alphas in (torch.full((1, 1), alpha, dtype=F64), torch.full((rows, 1), alpha), per_row):
+        taken.clear()
+        q = core.entmax_newton(tall, alphas.to(F64))
+        assert taken, alpha
+        with monkeypatch.context() as kept:
+            kept.setattr(tuning, "COMPACT_ELEMENTS", 1 << 62)
+            assert torch.equal(q, core.entmax_newton(tall, alphas.to(F64))), alpha
 
 
 def _narrowings(monkeypatch) -> list:

@@ -853,9 +853,12 @@ def _take_rows(a: Array, index: Array) -> Array:
     return np.take(a, index, axis=0)
 
 
-def _rows_of(a: Any, index: Array) -> Any:
-    """_take_rows of a 2-D array, or of a (R, 1) one; a Python float or None as it is."""
-    return a if a is None or isinstance(a, float) else _take_rows(a, index)
+def _rows_of(a: Any, index: Array, rows: int) -> Any:
+    """_take_rows of a 2-D array of ``rows`` rows (or (rows, 1)); a Python float, None or
+    an array broadcast along the rows (one row: a (1, 1) alpha) as it is."""
+    if a is None or isinstance(a, float) or a.ndim == 0 or a.shape[0] != rows:
+        return a
+    return _take_rows(a, index)
 
 
 def _put_rows(target: Array, index: Array, values: Array) -> None:
@@ -2192,10 +2195,13 @@ def _refined_above_two(
                 continue
             left = _flat_index(~done)
             if _left_apart(left.shape[0], done.shape[0], z.shape[-1], True):
-                of_rows, _, by, to = (_rows_of(v, left) if v is not rows[1] else v for v in rows)
+                count = done.shape[0]
+                of_rows, _, by, to = (
+                    _rows_of(v, left, count) if v is not rows[1] else v for v in rows
+                )
                 into = work_xp.empty_like(of_rows)  # (the rows' own buffer for their bases)
-                state = tuple(_rows_of(v, left) for v in (d, low, high))
-                state += ((of_rows, into, by, to), tuple(_rows_of(v, left) for v in kept))
+                state = tuple(_rows_of(v, left, count) for v in (d, low, high))
+                state += ((of_rows, into, by, to), tuple(_rows_of(v, left, count) for v in kept))
                 rest = solved(state, steps - index - 1)
                 for target, values in zip((p, s, total, d, low), rest, strict=True):
                     _put_rows(target, left, values)
