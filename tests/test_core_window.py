@@ -11,6 +11,8 @@ tested through the public ops (test_attention, test_torch_attention).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -240,6 +242,25 @@ def test_mahalanobis2_on_both_backends(dim):
         ):
             assert got.shape == (5, 4)
             np.testing.assert_allclose(got, truth, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [2, 6])
+def test_mahalanobis2_overflow_is_inf_not_nan(dim):
+    """A finite diff whose |z|^2 overflows gives inf on both backends, by substitution (2)
+    and by the solvers (6), where z_0 = inf made the next entries inf * 0 = NaN (Sigma =
+    5e-324 I, factor 2.2e-162, diff 4e146); a NaN in diff stays NaN; a finite
+    one still gives its value (1e-160 I at 1e-150: 1e20 per entry)."""
+    low = np.eye(dim) * math.sqrt(5e-324)
+    for lib in (np, torch):
+        factor = lib.asarray(low)
+        with np.errstate(all="ignore"):
+            huge = _xs.mahalanobis2(factor, lib.asarray(np.full(dim, 4e146)))
+            lost = _xs.mahalanobis2(factor, lib.asarray(np.r_[np.nan, np.ones(dim - 1)]))
+            fine = _xs.mahalanobis2(
+                lib.asarray(np.eye(dim) * 1e-160), lib.asarray(np.full(dim, 1e-150))
+            )
+        assert float(huge) == math.inf and math.isnan(float(lost)), lib.__name__
+        assert abs(float(fine) - dim * 1e20) <= 1e-12 * dim * 1e20, lib.__name__
 
 
 @pytest.mark.parametrize("alpha", [1.001, 1.0001])

@@ -448,6 +448,8 @@ def test_torch_kernel_attention(batch, m, scale, alpha, kernel, bandwidth):
 @example(4.0, [1e300], 1e300, torch.float64, False, [1e300])
 # sigma = 0 in float16: the bounds, rounded to float16, became 0 and 0 passed
 @example(1.000001, [0.0], 0.0, torch.float16, False, [])
+# Sigma = 5e-324 I (factor 2.2e-162) at 4e146: z_0 overflowed, z_1 = inf * 0 was NaN
+@example(1.000001, [0.0, 0.0], 5e-324, torch.float64, True, [3.99583814440447e146])
 def test_torch_beta_gaussian(alpha, locs, sigma, dtype, multivariate, values):
     from torch_bridge import BetaGaussian
 

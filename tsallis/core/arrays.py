@@ -980,7 +980,7 @@ def mahalanobis2(low: Array, diff: Array) -> Array:
             z = np.reshape(z, diff.shape)
         else:
             z = np.linalg.solve(low, diff[..., None])[..., 0]  # LU: exact on a triangle too
-        return xp.sum(z * z, axis=-1)
+        return _overflowed_as_inf(xp.sum(z * z, axis=-1), diff)
     # Every op here is dispatched over the whole batch, so at small batches the
     # count of ops is the cost: unbind takes the entries in one call each, and
     # Torch fuses each multiply-subtract (and each square-add) into one addcmul.
@@ -1001,4 +1001,14 @@ def mahalanobis2(low: Array, diff: Array) -> Array:
             total = z[i] * z[i]
         else:
             total = total.addcmul(z[i], z[i]) if fused else total + z[i] * z[i]
-    return total
+    return _overflowed_as_inf(total, diff)
+
+
+def _overflowed_as_inf(total: Array, diff: Array) -> Array:
+    """mahalanobis2's sum of squares, inf where it is NaN for a finite ``diff``: there an
+    entry of z overflowed, and the substitution went on with inf * 0 or inf - inf (a
+    subnormal Sigma = 5e-324 I, whose factor is 2.2e-162, and diff = 4e146: z_0 = inf,
+    then z_1 = NaN), where |z|^2 exceeds the largest float. A NaN in diff stays NaN."""
+    xp = namespace(total)
+    lost = xp.isnan(total) & xp.all(xp.isfinite(diff), axis=-1)
+    return xp.where(lost, math.inf, total)
