@@ -2196,12 +2196,11 @@ def _refined_above_two(
             left = _flat_index(~done)
             if _left_apart(left.shape[0], done.shape[0], z.shape[-1], True):
                 count = done.shape[0]
-                of_rows, _, by, to = (
-                    _rows_of(v, left, count) if v is not rows[1] else v for v in rows
-                )
-                into = work_xp.empty_like(of_rows)  # (the rows' own buffer for their bases)
+                of_rows, _, by, to = rows  # (the rows' own buffer for their bases, not a copy)
+                of_rows, by, to = (_rows_of(v, left, count) for v in (of_rows, by, to))
                 state = tuple(_rows_of(v, left, count) for v in (d, low, high))
-                state += ((of_rows, into, by, to), tuple(_rows_of(v, left, count) for v in kept))
+                state += ((of_rows, work_xp.empty_like(of_rows), by, to),)
+                state += (tuple(_rows_of(v, left, count) for v in kept),)
                 rest = solved(state, steps - index - 1)
                 for target, values in zip((p, s, total, d, low), rest, strict=True):
                     _put_rows(target, left, values)
