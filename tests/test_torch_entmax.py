@@ -1333,6 +1333,56 @@ def test_loss_modules_agree_with_the_entmax_package_modules():
             assert (ours(x, target) - theirs(x, target)).abs().max() <= tolerance
 
 
+def test_the_entmax_packages_settings_are_accepted_and_change_nothing():
+    """k, n_iter and ensure_sum_one (the package's top-k guess, bisection steps and
+    renormalizing) are taken by every map, loss and module as keywords and leave the
+    result bit for bit as without them (a k below the support size too, and n_iter = 1,
+    which leaves the package's bisection far off); bad values raise, naming the argument."""
+    gen = torch.Generator().manual_seed(23)
+    x = torch.randn(8, 50, generator=gen, dtype=F64) * 3
+    target = torch.randint(0, 50, (8,), generator=gen)
+    assert int((sparsemax(x) > 0).sum(-1).max()) > 2  # (k = 2 is below some supports)
+    for k in (None, 1, 2, 50, 10**6):
+        assert torch.equal(sparsemax(x, k=k), sparsemax(x))
+        assert torch.equal(entmax(x, 1.5, k=k), entmax(x, 1.5))
+        assert torch.equal(Sparsemax(k=k)(x), sparsemax(x))
+        assert torch.equal(Entmax(1.5, k=k)(x), entmax(x, 1.5))
+        assert torch.equal(sparsemax_loss(x, target, k=k), sparsemax_loss(x, target))
+        assert torch.equal(entmax_loss(x, target, 1.5, k=k), entmax_loss(x, target, 1.5))
+        assert torch.equal(SparsemaxLoss(k=k)(x, target), sparsemax_loss(x, target))
+        assert torch.equal(EntmaxLoss(1.5, k=k)(x, target), entmax_loss(x, target, 1.5))
+    for n_iter in (None, 0, 1, 50):
+        for ensure in (True, False):
+            p = entmax(x, 1.3, n_iter=n_iter, ensure_sum_one=ensure)
+            assert torch.equal(p, entmax(x, 1.3))
+        assert torch.equal(Entmax(1.3, n_iter=n_iter)(x), entmax(x, 1.3))
+        loss = entmax_loss(x, target, 1.3, n_iter=n_iter)
+        assert torch.equal(loss, entmax_loss(x, target, 1.3))
+        assert torch.equal(EntmaxLoss(1.3, n_iter=n_iter)(x, target), loss)
+    assert abs(float(entmax(x, 1.3, n_iter=1).sum(-1).sub(1).abs().max())) <= 1e-15
+    package = pytest.importorskip("entmax")  # (what they do there: far off at one step)
+    assert float((package.entmax_bisect(x, 1.3, n_iter=1) - entmax(x, 1.3)).abs().max()) > 0.01
+    bad = [
+        (lambda: sparsemax(x, k=0), ValueError, "k must be None or an int >= 1"),
+        (lambda: sparsemax(x, k=2.0), TypeError, "k must be None or an int >= 1"),
+        (lambda: entmax(x, 1.5, k=True), TypeError, "k must be"),
+        (lambda: entmax(x, 1.3, n_iter=-1), ValueError, "n_iter must be None or an int >= 0"),
+        (lambda: entmax(x, 1.3, n_iter="50"), TypeError, "n_iter must be"),
+        (lambda: entmax(x, 1.3, ensure_sum_one=1), TypeError, "ensure_sum_one must be a bool"),
+        (lambda: entmax_loss(x, target, n_iter=-5), ValueError, "n_iter"),
+        (lambda: sparsemax_loss(x, target, k=-1), ValueError, "k must"),
+        (lambda: Sparsemax(k=0), ValueError, "k must"),
+        (lambda: Entmax(1.3, n_iter=2.5), TypeError, "n_iter must"),
+        (lambda: EntmaxLoss(1.5, k=[3]), TypeError, "k must"),
+        (lambda: SparsemaxLoss(k=0), ValueError, "k must"),
+    ]
+    for call, error, message in bad:
+        with pytest.raises(error, match=message):
+            call()
+    with pytest.raises(TypeError):  # keyword-only: the package's sparsemax(X, dim, k)
+        sparsemax(x, -1, None, 5)
+
+
 def test_mask_minus_inf_empty_rows_and_dims():
     gen = torch.Generator().manual_seed(8)
     x = torch.randn(3, 5, 4, generator=gen, dtype=F64)

@@ -115,6 +115,27 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
     return value
 
 
+def _check_package_options(
+    k: object = None, n_iter: object = None, ensure_sum_one: object = True
+) -> None:
+    """TypeError / ValueError for the ``entmax`` package's tuning arguments, which the maps
+    and losses here accept so that its callers' code runs unchanged, and which change
+    nothing: there ``k`` (the sort-based maps' first guess of the support size, a top-k)
+    and ``n_iter`` (the bisection's step count) trade speed or accuracy; here the support
+    search and the Newton loop choose their own and the result is exact either way, and
+    it always sums to 1 (``ensure_sum_one``). Kept keyword-only: the package's positional
+    order (``sparsemax(X, dim, k)``) would pass k as our mask."""
+    for name, value, least in (("k", k, 1), ("n_iter", n_iter, 0)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be None or an int >= {least}, got {type(value).__name__}")
+        if value < least:
+            raise ValueError(f"{name} must be None or an int >= {least}, got {value}")
+    if not isinstance(ensure_sum_one, bool):
+        raise TypeError(f"ensure_sum_one must be a bool, got {type(ensure_sum_one).__name__}")
+
+
 def _forward(
     x: torch.Tensor,
     dim: int,
@@ -231,6 +252,10 @@ def entmax(
     alpha: float | torch.Tensor = 1.5,
     dim: int = -1,
     mask: torch.Tensor | None = None,
+    *,
+    k: int | None = None,
+    n_iter: int | None = None,
+    ensure_sum_one: bool = True,
 ) -> torch.Tensor:
     """alpha-entmax along ``dim``: argmax_p <p, x> + H_alpha(p) over the simplex.
 
@@ -240,14 +265,19 @@ def entmax(
             (per-row alpha; may require grad). 1 is softmax, 2 sparsemax.
         dim: the axis of the distribution.
         mask: bool, broadcastable to x; False entries get 0 and no gradient.
+        k, n_iter, ensure_sum_one: the ``entmax`` package's speed and accuracy settings
+            (a top-k guess of the support size; bisection steps; renormalizing),
+            accepted and checked (k an int >= 1, n_iter an int >= 0, or None) and
+            otherwise ignored: the result is exact and sums to 1 whatever they are.
 
     Returns:
         Probabilities of x's shape and dtype, summing to 1 along ``dim`` (rows
         without a valid entry: 0).
 
     Raises:
-        TypeError: x, alpha or mask of the wrong type or dtype.
-        ValueError: a bad alpha, dim or mask shape, or NaN / +inf in a valid entry.
+        TypeError: x, alpha, mask, k, n_iter or ensure_sum_one of the wrong type or dtype.
+        ValueError: a bad alpha, dim, mask shape, k or n_iter, or NaN / +inf in a valid
+            entry.
 
     Examples:
         >>> import torch
@@ -255,6 +285,7 @@ def entmax(
         tensor([0., 1., 0.])
     """
     dim = _check(x, dim, mask)
+    _check_package_options(k, n_iter, ensure_sum_one)
     value = _alpha(alpha, x, dim)
     alpha_tensor = value if isinstance(value, torch.Tensor) else None
     scalar = 0.0 if alpha_tensor is not None else value
@@ -268,7 +299,9 @@ def entmax(
     return _as(p, x.dtype)
 
 
-def sparsemax(x: torch.Tensor, dim: int = -1, mask: torch.Tensor | None = None) -> torch.Tensor:
+def sparsemax(
+    x: torch.Tensor, dim: int = -1, mask: torch.Tensor | None = None, *, k: int | None = None
+) -> torch.Tensor:
     """Sparsemax along ``dim`` (entmax with alpha = 2): the Euclidean projection of x
     onto the simplex, exact.
 
@@ -276,6 +309,8 @@ def sparsemax(x: torch.Tensor, dim: int = -1, mask: torch.Tensor | None = None) 
         x: scores (..., K, ...), float16/bfloat16/float32/float64; -inf entries get 0.
         dim: the axis of the distribution.
         mask: bool, broadcastable to x; False entries get 0 and no gradient.
+        k: the ``entmax`` package's top-k guess of the support size, accepted and
+            checked (None or an int >= 1) and otherwise ignored (as for ``entmax``).
 
     Returns:
         Probabilities of x's shape and dtype, summing to 1 along ``dim``.
@@ -288,7 +323,7 @@ def sparsemax(x: torch.Tensor, dim: int = -1, mask: torch.Tensor | None = None) 
         >>> sparsemax(torch.tensor([0.4, 0.9, -0.8]))
         tensor([0.2500, 0.7500, 0.0000])
     """
-    return entmax(x, 2.0, dim, mask)
+    return entmax(x, 2.0, dim, mask, k=k)
 
 
 def entmax_loss(
@@ -297,6 +332,9 @@ def entmax_loss(
     alpha: float | torch.Tensor = 1.5,
     reduction: str = "mean",
     ignore_index: int = -100,
+    *,
+    k: int | None = None,
+    n_iter: int | None = None,
 ) -> torch.Tensor:
     """The Fenchel-Young loss of alpha-entmax: <p - y, x> + H_alpha(p) - H_alpha(y).
 
@@ -308,6 +346,8 @@ def entmax_loss(
         reduction: "mean" (over counted rows; 0 when there are none), "sum" or "none";
             "elementwise_mean" (the entmax package's name) is "mean".
         ignore_index: the class index of rows to skip.
+        k, n_iter: the ``entmax`` package's settings, accepted and checked as for
+            ``entmax`` and otherwise ignored (the loss is exact).
 
     Returns:
         The loss, (...) for "none", else a scalar, in x's dtype (float32 for float16
@@ -315,7 +355,7 @@ def entmax_loss(
         exactly; in alpha it is dH_alpha(p)/dalpha - dH_alpha(y)/dalpha (p optimal).
 
     Raises:
-        TypeError, ValueError: a bad x, alpha, target, ignore_index or reduction (the
+        TypeError, ValueError: a bad x, alpha, target, ignore_index, reduction, k or n_iter (the
             messages name the argument and its valid range; class values, and a
             distribution's entries (finite, >= 0), are checked in eager mode).
 
@@ -326,6 +366,7 @@ def entmax_loss(
     """
     _check_reduction(reduction, _REDUCTIONS)
     _check(x, -1, None)
+    _check_package_options(k, n_iter)
     value = _alpha(alpha, x, x.dim() - 1)
     # float16 / bfloat16 scores: the loss in float32, as the map is computed (in float16
     # the rounding of <p - y, x> made losses of 1e2-scale scores negative, -0.08)
@@ -376,7 +417,12 @@ def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
 
 
 def sparsemax_loss(
-    x: torch.Tensor, target: torch.Tensor, reduction: str = "mean", ignore_index: int = -100
+    x: torch.Tensor,
+    target: torch.Tensor,
+    reduction: str = "mean",
+    ignore_index: int = -100,
+    *,
+    k: int | None = None,
 ) -> torch.Tensor:
     """The sparsemax (alpha = 2) Fenchel-Young loss: <p - y, x> + (|y|^2 - |p|^2) / 2.
 
@@ -385,6 +431,7 @@ def sparsemax_loss(
         target: as for ``entmax_loss``.
         reduction: as for ``entmax_loss``.
         ignore_index: as for ``entmax_loss``.
+        k: as for ``sparsemax`` (accepted and checked, otherwise ignored).
 
     Returns:
         As for ``entmax_loss``.
@@ -397,7 +444,7 @@ def sparsemax_loss(
         >>> float(sparsemax_loss(torch.tensor([[0.0, 0.5]]), torch.tensor([0])))
         0.5625
     """
-    return entmax_loss(x, target, 2.0, reduction, ignore_index)
+    return entmax_loss(x, target, 2.0, reduction, ignore_index, k=k)
 
 
 class Entmax(nn.Module):
@@ -407,6 +454,12 @@ class Entmax(nn.Module):
     Args:
         alpha: a real > 0, a tensor, or an nn.Parameter (as for ``entmax``).
         dim: the axis of the distribution.
+        k, n_iter: the ``entmax`` package's settings (its ``Entmax15(dim, k)`` and
+            ``EntmaxBisect(alpha, dim, n_iter)``), accepted and checked as for
+            ``entmax`` and otherwise ignored.
+
+    Raises:
+        TypeError, ValueError: a bad k or n_iter (here; x and alpha at the call).
 
     Forward:
         x and an optional mask, as for ``entmax``. Returns probabilities of x's shape.
@@ -417,8 +470,16 @@ class Entmax(nn.Module):
         tensor([0.2500, 0.7500, 0.0000])
     """
 
-    def __init__(self, alpha: float | torch.Tensor = 1.5, dim: int = -1) -> None:
+    def __init__(
+        self,
+        alpha: float | torch.Tensor = 1.5,
+        dim: int = -1,
+        *,
+        k: int | None = None,
+        n_iter: int | None = None,
+    ) -> None:
         super().__init__()
+        _check_package_options(k, n_iter)
         self.alpha = alpha
         self.dim = dim
 
@@ -456,9 +517,14 @@ class Sparsemax(nn.Module):
 
     Args:
         dim: the axis of the distribution.
+        k: the ``entmax`` package's setting (its ``Sparsemax(dim, k)``), accepted and
+            checked as for ``sparsemax`` and otherwise ignored.
 
     Forward:
         x and an optional mask, as for ``sparsemax``.
+
+    Raises:
+        TypeError, ValueError: a bad k (here; x at the call).
 
     Examples:
         >>> import torch
@@ -466,8 +532,9 @@ class Sparsemax(nn.Module):
         tensor([0.2500, 0.7500, 0.0000])
     """
 
-    def __init__(self, dim: int = -1) -> None:
+    def __init__(self, dim: int = -1, *, k: int | None = None) -> None:
         super().__init__()
+        _check_package_options(k)
         self.dim = dim
 
     def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -507,6 +574,9 @@ class EntmaxLoss(nn.Module):
         reduction: "mean" (over the rows not ignored), "sum" or "none";
             "elementwise_mean" (the entmax package's name) is "mean".
         ignore_index: the class index of rows to skip.
+        k, n_iter: the ``entmax`` package's settings (its ``Entmax15Loss(k, ...)`` and
+            ``EntmaxBisectLoss(alpha, n_iter, ...)``), accepted and checked as for
+            ``entmax`` and otherwise ignored.
 
     Forward:
         x (..., K) scores and a target (class indices (...) or a distribution (..., K)),
@@ -514,6 +584,7 @@ class EntmaxLoss(nn.Module):
 
     Raises:
         ValueError: a reduction other than those above (here, not at the first call).
+        TypeError, ValueError: a bad k or n_iter (here).
 
     Examples:
         >>> import torch
@@ -527,9 +598,13 @@ class EntmaxLoss(nn.Module):
         alpha: float | torch.Tensor = 1.5,
         reduction: str = "mean",
         ignore_index: int = -100,
+        *,
+        k: int | None = None,
+        n_iter: int | None = None,
     ) -> None:
         super().__init__()
         _check_reduction(reduction, _REDUCTIONS)
+        _check_package_options(k, n_iter)
         self.alpha = alpha
         self.reduction = reduction
         self.ignore_index = ignore_index
@@ -564,17 +639,20 @@ class EntmaxLoss(nn.Module):
 
 class SparsemaxLoss(nn.Module):
     """The sparsemax Fenchel-Young loss as a module (the form of the ``entmax``
-    package's ``SparsemaxLoss``, without its ``k``: the threshold here is exact).
+    package's ``SparsemaxLoss``).
 
     Args:
         reduction: as for ``EntmaxLoss``.
         ignore_index: the class index of rows to skip.
+        k: the ``entmax`` package's setting (its ``SparsemaxLoss(k, ...)``), accepted and
+            checked as for ``sparsemax`` and otherwise ignored.
 
     Forward:
         x (..., K) scores and a target, as for ``sparsemax_loss``. Returns the loss.
 
     Raises:
         ValueError: a bad reduction.
+        TypeError, ValueError: a bad k.
 
     Examples:
         >>> import torch
@@ -582,9 +660,12 @@ class SparsemaxLoss(nn.Module):
         0.5625
     """
 
-    def __init__(self, reduction: str = "mean", ignore_index: int = -100) -> None:
+    def __init__(
+        self, reduction: str = "mean", ignore_index: int = -100, *, k: int | None = None
+    ) -> None:
         super().__init__()
         _check_reduction(reduction, _REDUCTIONS)
+        _check_package_options(k)
         self.reduction = reduction
         self.ignore_index = ignore_index
 
