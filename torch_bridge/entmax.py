@@ -265,10 +265,11 @@ def entmax(
             (per-row alpha; may require grad). 1 is softmax, 2 sparsemax.
         dim: the axis of the distribution.
         mask: bool, broadcastable to x; False entries get 0 and no gradient.
-        k, n_iter, ensure_sum_one: the ``entmax`` package's speed and accuracy settings
-            (a top-k guess of the support size; bisection steps; renormalizing),
-            accepted and checked (k an int >= 1, n_iter an int >= 0, or None) and
-            otherwise ignored: the result is exact and sums to 1 whatever they are.
+        k: the ``entmax`` package's top-k guess of the support size (None or an int
+            >= 1), accepted, checked and otherwise ignored: the result is exact and sums
+            to 1 whatever the package's settings are.
+        n_iter: the package's bisection steps (None or an int >= 0), as ``k``.
+        ensure_sum_one: the package's renormalizing (a bool), as ``k``.
 
     Returns:
         Probabilities of x's shape and dtype, summing to 1 along ``dim`` (rows
@@ -346,8 +347,8 @@ def entmax_loss(
         reduction: "mean" (over counted rows; 0 when there are none), "sum" or "none";
             "elementwise_mean" (the entmax package's name) is "mean".
         ignore_index: the class index of rows to skip.
-        k, n_iter: the ``entmax`` package's settings, accepted and checked as for
-            ``entmax`` and otherwise ignored (the loss is exact).
+        k: the ``entmax`` package's setting, as for ``entmax`` (the loss is exact).
+        n_iter: the package's setting, as for ``entmax``.
 
     Returns:
         The loss, (...) for "none", else a scalar, in x's dtype (float32 for float16
@@ -454,9 +455,9 @@ class Entmax(nn.Module):
     Args:
         alpha: a real > 0, a tensor, or an nn.Parameter (as for ``entmax``).
         dim: the axis of the distribution.
-        k, n_iter: the ``entmax`` package's settings (its ``Entmax15(dim, k)`` and
-            ``EntmaxBisect(alpha, dim, n_iter)``), accepted and checked as for
-            ``entmax`` and otherwise ignored.
+        k: the ``entmax`` package's setting (its ``Entmax15(dim, k)``), accepted and
+            checked as for ``entmax`` and otherwise ignored.
+        n_iter: the package's setting (its ``EntmaxBisect(alpha, dim, n_iter)``), as ``k``.
 
     Raises:
         TypeError, ValueError: a bad k or n_iter (here; x and alpha at the call).
@@ -574,9 +575,10 @@ class EntmaxLoss(nn.Module):
         reduction: "mean" (over the rows not ignored), "sum" or "none";
             "elementwise_mean" (the entmax package's name) is "mean".
         ignore_index: the class index of rows to skip.
-        k, n_iter: the ``entmax`` package's settings (its ``Entmax15Loss(k, ...)`` and
-            ``EntmaxBisectLoss(alpha, n_iter, ...)``), accepted and checked as for
-            ``entmax`` and otherwise ignored.
+        k: the ``entmax`` package's setting (its ``Entmax15Loss(k, ...)``), accepted
+            and checked as for ``entmax`` and otherwise ignored.
+        n_iter: the package's setting (its ``EntmaxBisectLoss(alpha, n_iter, ...)``), as
+            ``k``.
 
     Forward:
         x (..., K) scores and a target (class indices (...) or a distribution (..., K)),
