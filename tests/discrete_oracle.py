@@ -25,7 +25,8 @@ def softmax(v: object) -> list[mp.mpf]:
 def entmax(v: object, alpha: float) -> list[mp.mpf]:
     """argmax_p p.v + H_alpha(p): p_i = [(alpha-1) v_i - tau]_+^(1/(alpha-1)), sum p = 1.
 
-    tau by 300 bisection steps on [max - 1, max] at 40 digits; alpha = 1 is softmax.
+    tau by bisection on [max - 1, max] at 40 digits (above alpha = 2 more, as its
+    smallest p needs: _entmax_bisected); alpha = 1 is softmax.
     Below 1, p_i = (1 + (1 - alpha)(c - v_i))^(-1/(1 - alpha)) (dense), with the
     shift c >= max v by bisection on a bracket doubled until its mass is below 1.
     """
@@ -33,7 +34,22 @@ def entmax(v: object, alpha: float) -> list[mp.mpf]:
         return softmax(v)
     if alpha < 1:
         return _entmax_below_one(v, alpha)
-    with mp.workdps(DIGITS):
+    digits = DIGITS
+    while True:
+        p, needed = _entmax_bisected(v, alpha, digits)
+        if needed <= digits:
+            return p
+        digits = needed + 10
+
+
+def _entmax_bisected(v: object, alpha: float, digits: int) -> tuple[list[mp.mpf], int]:
+    """(p by bisection on tau at ``digits``, the digits its smallest positive p needs).
+
+    Above alpha = 2 an entry's p = base^(1/(alpha - 1)) holds its digits only where tau
+    does to (alpha - 1) log10(1/p) more: at alpha = 100 a p of 0.008 sits on a base of
+    1e-208, so the caller raises the digits until they cover that (the bisection takes
+    enough steps to resolve them)."""
+    with mp.workdps(digits):
         a = mp.mpf(alpha)
         z = [(a - 1) * x for x in _row(v)]
         power = 1 / (a - 1)
@@ -42,11 +58,15 @@ def entmax(v: object, alpha: float) -> list[mp.mpf]:
             return mp.fsum(max(x - t, 0) ** power for x in z)
 
         lo, hi = max(z) - 1, max(z)
-        for _ in range(300):
+        for _ in range(max(300, int(3.4 * digits) + 20)):
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if mass(mid) >= 1 else (lo, mid)
         p = [max(x - lo, 0) ** power for x in z]
-        return [x / mp.fsum(p) for x in p]
+        p = [x / mp.fsum(p) for x in p]
+        smallest = min(x for x in p if x > 0)
+        spread = max(abs(x) for x in z) + 1
+        lost = (a - 1) * mp.log10(1 / smallest) + mp.log10(spread) if alpha > 2 else 0
+        return p, DIGITS + int(mp.ceil(lost))
 
 
 def _entmax_below_one(v: object, alpha: float) -> list[mp.mpf]:

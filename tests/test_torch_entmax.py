@@ -110,6 +110,101 @@ def test_float64_above_two_at_the_support_edge(alpha):
         assert np.all(np.abs(got - exact) <= bar), (row, got - exact)
 
 
+def test_edge_entries_far_above_two_are_exact(monkeypatch):
+    """Above 2 an edge entry's p can sit on a base far below a double-double threshold's
+    resolution (about (alpha - 1) eps^2 |tau|): at alpha = 100 two entries 0.0046 apart
+    have p = 0.9921 and 0.0079, the second on a base of 1e-208, and the refined
+    threshold alone gave 0.34 (0.29 by a 40-digit mpmath bisection). Such rows are
+    finished anchored on that entry (_anchored_above_two). Checked: the two-entry row
+    against (alpha - 1) gap = p1^(alpha - 1) - p2^(alpha - 1) (p2^99 is 1e-208: p1 =
+    (99 gap)^(1/99) to 1e-200), N(0, 1) rows at 10, 30 and 100 against mpmath with the
+    digits their smallest p needs (tests/discrete_oracle.py), float32 input, a per-row
+    alpha mixing sides of 2, dim 0 and the NumPy face; within 1e-15 (float32: 3e-7).
+    Without the anchor the two-entry row is 0.28 off (seen to fail)."""
+    import discrete_oracle
+
+    from tsallis import discrete as np_face
+    from tsallis.core import discrete as core
+
+    def oracle(row: torch.Tensor, alpha: float) -> torch.Tensor:
+        return torch.tensor(
+            [float(v) for v in discrete_oracle.entmax(row.tolist(), alpha)], dtype=F64
+        )
+
+    top, gap = 1.6956413984298706, 0.004605054855346680
+    row = torch.tensor([top, top - gap, -0.3, 0.2, 1.0, top - 0.5], dtype=F64)
+    expected = (99 * gap) ** (1 / 99)
+    calls = []
+    real = core._anchored_above_two
+    monkeypatch.setattr(core, "_anchored_above_two", lambda *a: calls.append(1) or real(*a))
+    p = entmax(row, 100.0)
+    assert calls and abs(float(p[0]) - expected) <= 1e-15
+    assert abs(float(p[1]) - (1 - expected)) <= 1e-15 and float(p[2:].abs().max()) == 0
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(400, 6, generator=gen, dtype=F64)
+    for alpha in (10.0, 30.0, 100.0):
+        p = entmax(x, alpha)
+        edge = (p > 0).sum(-1) > 1
+        rows = edge.nonzero()[:6, 0].tolist()  # (rows of one entry are exact anyway)
+        assert len(rows) >= 5
+        for i in rows:
+            assert float((p[i] - oracle(x[i], alpha)).abs().max()) <= 1e-15, (alpha, i)
+        single = entmax(x.float(), alpha).double()
+        assert float((single - entmax(x.float().double(), alpha)).abs().max()) <= 3e-7
+        assert torch.equal(entmax(x.T, alpha, dim=0).T, p)
+        assert np.abs(np_face.entmax(x.numpy(), alpha) - p.numpy()).max() <= 1e-15
+    mixed = torch.tensor([100.0, 1.5, 30.0, 2.0] * 100, dtype=F64)[:, None]
+    p = entmax(x, mixed)
+    for i in range(8):
+        alpha = float(mixed[i])
+        assert float((p[i] - entmax(x[i], alpha)).abs().max()) <= 1e-15
+    monkeypatch.setattr(core, "_anchored_above_two", real)
+    row4212 = torch.randn(6000, 16, generator=torch.Generator().manual_seed(5), dtype=F64)[4212]
+    assert float((entmax(row4212, 10.0) - oracle(row4212, 10.0)).abs().max()) <= 1e-15
+
+
+def test_gradients_far_above_two_are_finite_and_exact():
+    """dL/dz and dL/dalpha far above 2: the alpha partial's expm1((alpha - 1) log p)
+    rounded to -1 for bases below eps and gave NaN alpha-gradients (344 of 20000 N(0, 1)
+    rows of 6 at alpha = 10, 453 at 30, before the fix), and at alpha = 100 an edge p of
+    5e-4 has s = p^(2 - alpha) = 1e320, beyond float64, where dL/dz is finite. Checked:
+    no NaN or inf in either gradient on those batches; on rows with small edge p, dL/dz
+    within 1e-7 (relative) of central differences of the map, dL/dalpha within 1e-6 of
+    central differences of the digits-adaptive mpmath map (h = 1e-5)."""
+    import discrete_oracle
+
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(20000, 6, generator=gen, dtype=F64)
+    w = torch.randn(20000, 6, generator=gen, dtype=F64)
+    for value in (10.0, 30.0, 100.0):
+        z = x.clone().requires_grad_()
+        alpha = torch.full((20000, 1), value, dtype=F64, requires_grad=True)
+        (entmax(z, alpha) * w).sum().backward()
+        assert bool(torch.isfinite(z.grad).all()) and bool(torch.isfinite(alpha.grad).all())
+    cases = [(98, 100.0), (27, 10.0), (3, 30.0)]  # (p at the edge: 5.3e-4, 0.011, 1.4e-3)
+    for i, value in cases:
+        row, weights = x[i], w[i]
+        p = entmax(row, value)
+        assert 0 < float(p[p > 0].min()) < 0.02
+        z = row.clone().requires_grad_()
+        alpha = torch.tensor([value], dtype=F64, requires_grad=True)
+        (entmax(z, alpha) * weights).sum().backward()
+        h = 1e-7
+        for j in range(6):
+            step = torch.zeros(6, dtype=F64)
+            step[j] = h
+            moved = (entmax(row + step, value) - entmax(row - step, value)) @ weights
+            central = float(moved) / (2 * h)
+            assert abs(float(z.grad[j]) - central) <= 1e-7 * max(1.0, abs(central)), (i, j)
+
+        def mass(a: float, row: torch.Tensor = row, weights: torch.Tensor = weights) -> float:
+            p = [float(v) for v in discrete_oracle.entmax(row.tolist(), a)]
+            return float(np.dot(p, weights.numpy()))
+
+        central = (mass(value + 1e-5) - mass(value - 1e-5)) / 2e-5
+        assert abs(float(alpha.grad) - central) <= 1e-6 * max(1.0, abs(central)), (i, central)
+
+
 def test_per_row_alpha_above_two_is_refined_row_by_row():
     """One alpha per row with rows on both sides of 2: each row as exact as alone."""
     row = [0.0, -0.2, -0.2499, -0.1, 5.0, 4.9]

@@ -2246,7 +2246,143 @@ def _refined_above_two(
         p, s, total, _ = evaluate(xp.where(empty, low, d))
     total = xp.where(total > 0, total, 1.0)
     p = lib.divide(p, to_work(total), out=p)
-    return p, _renormalized_slopes(s, total, alpha, to_work)
+    s = _renormalized_slopes(s, total, alpha, to_work)
+    if on_host:  # (eager: a host read; under torch.compile the double-double stands)
+        # rows with a base within rate eps (|tau| + 1) of 0, a relative eps of the
+        # double-double's resolution (about rate eps^2 |tau|), are finished anchored
+        bases = lib.multiply(lib.subtract(shifted, to_work(d)), rate)
+        resolution = to_work(eps * (xp.abs(tau_hi) + 1.0)) * rate
+        near = to_book(work_xp.any(work_xp.abs(bases) < resolution, axis=-1, keepdims=True))
+        if not isinstance(alpha, float):
+            near = near & (alpha > 2)
+        if settled is not None:
+            near = near & ~settled
+        if bool(xp.any(near)):
+            _anchor_rows(z, p, s, alpha_work, near)
+    elif while_loop is not None:  # torch.compile: every row (no host read picks them)
+        p, s = _anchored_above_two(z, p, alpha_work, while_loop)
+    return p, s
+
+
+def _anchor_rows(z: Array, p: Array, s: Array, alpha: float | Array, near: Array) -> None:
+    """p and s of the rows ``near`` ((..., 1), the loop's namespace) replaced in place by
+    _anchored_above_two's (on 2-D views of z, p and s; alpha a float or per row)."""
+    size = z.shape[-1]
+    flat = [v.reshape(-1, size) for v in (z, p, s)]
+    if not isinstance(alpha, float):
+        alpha = _xs.namespace(z).broadcast_to(alpha, (*z.shape[:-1], 1)).reshape(-1, 1)
+    index = _flat_index(near.reshape(-1, 1))
+    rows = flat[0].shape[0]
+    anchored = _anchored_above_two(_rows_of(flat[0], index, rows), _rows_of(flat[1], index, rows),
+                                   _rows_of(alpha, index, rows))  # fmt: skip
+    for target, values in zip(flat[1:], anchored, strict=True):
+        _put_rows(target, index, values)
+
+
+def _anchored_above_two(
+    z: Array, p: Array, alpha: float | Array, while_loop: Callable | None = None
+) -> tuple[Array, Array]:
+    """(p, s = p^(2 - alpha)) of 2-D rows at alpha > 2 whose support edge a double-double
+    threshold cannot resolve, from their map ``p`` there: the threshold written through
+    q, the p of the support's smallest entry z_k (the generated entmax_anchored_base:
+    each base is q^(alpha - 1) plus the entry's gap (alpha - 1)(z - z_k), relative-exact),
+    q found by Newton's method safeguarded by bisection.
+
+    Above 2, an entry at the edge can hold a large p from a base far below any threshold's
+    rounding: at alpha = 100, two entries of an N(0, 1) row 0.0046 apart have p = 0.9921
+    and 0.0079, the second from a base of 1e-208, where the double-double's base was
+    1e-46 and its p 0.34. In q the problem is well conditioned: the mass F(q) = m q +
+    sum over the entries above z_k of p(q) - 1 (m entries tie at z_k, whose p is q itself)
+    rises with slope m + sum (q / p)^(alpha - 2) (entmax_anchored_slope), between m and
+    the support's size, and is convex, so Newton's steps converge from either side.
+
+    The double-double's smallest support entry is z_k but for at most one distinct value
+    on either side (distinct floats give bases at least rate ulp(z) apart, far above its
+    resolution): the entries at a value v are in the support exactly where the entries
+    above v have a mass below 1 at the threshold where v's base is 0. Eager mode reads
+    the host once per step to stop; given ``while_loop`` (torch.compile, every row) the
+    steps stop on the device.
+    """
+    xp = _xs.namespace(z)
+    eps = float(_xs.native(z).finfo(z.dtype).eps)
+    inf = float("inf")
+    rate = alpha - 1
+    edge = xp.min(xp.where(p > 0, z, inf), axis=-1, keepdims=True)
+    below = xp.max(xp.where(z < edge, z, -inf), axis=-1, keepdims=True)
+    above = xp.min(xp.where(z > edge, z, inf), axis=-1, keepdims=True)
+
+    def holds(v: Array) -> Array:
+        """Whether the entries at v (per row) are in the support (False where v is not
+        finite: no such entry)."""
+        finite = xp.isfinite(v)
+        gaps = (z - xp.where(finite, v, edge)) * rate
+        mass = xp.sum(gen.entmax_from_base(gaps, alpha), axis=-1, keepdims=True)
+        return finite & (mass < 1)
+
+    least = xp.where(holds(below), below, xp.where(holds(edge), edge, above))
+    gaps = (z - least) * rate
+    ties = z == least
+    count = xp.sum(xp.astype(ties, z.dtype), axis=-1, keepdims=True)
+    upper = gaps > 0
+    gaps = xp.where(upper, gaps, 0.0)
+
+    def above_edge(q: Array) -> Array:
+        """p of the entries above z_k at q (0 elsewhere)."""
+        base = gen.entmax_anchored_base(q, gaps, alpha)
+        return xp.where(upper, gen.entmax_from_base(base, alpha), 0.0)
+
+    def step(q: Array, lo: Array, hi: Array, done: Array) -> tuple[Array, ...]:
+        """Newton's step on the mass in q, safeguarded by bisection (done rows stay)."""
+        others = above_edge(q)
+        g = count * q + xp.sum(others, axis=-1, keepdims=True) - 1
+        slope = count + xp.sum(gen.entmax_anchored_slope(q, others, alpha), axis=-1, keepdims=True)
+        lo, hi = xp.where(g < 0, q, lo), xp.where(g > 0, q, hi)
+        newton = q - g / slope
+        new = xp.where((newton > lo) & (newton < hi), newton, (lo + hi) / 2)
+        done = done | (xp.abs(g) <= 4 * eps) | (hi - lo <= 4 * eps * hi) | (new == q)
+        return xp.where(done, q, new), lo, hi, done
+
+    lo, hi = xp.zeros_like(count), 1 / count
+    start = xp.max(xp.where(ties, p, 0.0), axis=-1, keepdims=True)
+    q = xp.where((start > 0) & (start < hi), start, hi / 2)
+    state = (q, lo, hi, xp.zeros(q.shape, dtype=xp.bool, device=_device(q)))
+    if while_loop is not None:  # torch.compile: stops on the device (at most 128 steps)
+
+        def unfinished(steps: Array, *state: Array) -> Array:
+            return (steps < 128) & ~xp.all(state[-1])
+
+        def body(steps: Array, *state: Array) -> tuple[Array, ...]:
+            return steps + 1, *step(*state)
+
+        steps = xp.zeros((), dtype=xp.int64, device=_device(q))
+        q = while_loop(unfinished, body, (steps, *(v + 0 for v in state[:3]), state[3]))[1]
+    else:
+        for _ in range(128):
+            state = step(*state)
+            if bool(xp.all(state[3])):
+                break
+        q = state[0]
+    p = xp.where(ties, q, above_edge(q))
+    p = p / xp.sum(p, axis=-1, keepdims=True)
+    # s = p^(2 - alpha) can exceed the dtype here (p = 5e-4 at alpha = 100: 1e320), where
+    # dL/dz is finite (the limit of s (g - <s, g> / sum s) as that s grows, with g
+    # centered there: -sum of the others' s g); s is capped at largest / (8 K), which
+    # gives that limit to a relative (the others' sum s) / cap, and keeps sum s and each
+    # s / sum s (the backward's unit slopes, at least 1 / (8 largest): normal) finite
+    cap = float(_xs.native(z).finfo(z.dtype).max) / (8 * z.shape[-1])
+    s = _quietly(gppr_weights, p, alpha)  # (NumPy: the overflow is capped below)
+    return p, xp.where(s > cap, cap, s)
+
+
+def _quietly(function: Callable, p: Array, *args: Any) -> Array:
+    """function(p, *args), with NumPy's floating-point warnings off for a NumPy ``p``
+    (overflow, division by 0, invalid: of a generated form's discarded branch, or capped
+    by the caller); Torch warns of none, and np.errstate does not trace under
+    torch.compile."""
+    if not isinstance(p, np.ndarray):
+        return function(p, *args)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        return function(p, *args)
 
 
 def _bookkeeping(z: Array, on_host: bool) -> tuple[ModuleType, Callable, Callable]:
@@ -2528,14 +2664,26 @@ def _alpha_partial_on_support(p: Array, alpha: float | Array) -> Array:
     1000), where a support holds a tenth to a third of them."""
     xp = _xs.namespace(p)
     if not (is_torch_array(p) and _eager_cpu(p)):
-        return xp.astype(gen.entmax_alpha_partial(p, alpha), p.dtype, copy=False)
+        return xp.astype(_alpha_partial(p, alpha), p.dtype, copy=False)
     on = p > 0
     values = p[on]
     if not isinstance(alpha, float):  # one per row: its entries' own
         alpha = xp.broadcast_to(alpha, p.shape)[on]
     a = xp.zeros_like(p)
-    a[on] = xp.astype(gen.entmax_alpha_partial(values, alpha), p.dtype, copy=False)
+    a[on] = xp.astype(_alpha_partial(values, alpha), p.dtype, copy=False)
     return a
+
+
+def _alpha_partial(p: Array, alpha: float | Array) -> Array:
+    """The generated dp/dalpha at a fixed threshold, plus s / (alpha - 1)^2 where alpha >
+    2 (entmax_alpha_partial_above_two: the alpha-gradient is the same, and there s can
+    overflow); alpha a float or an array broadcasting to p (NumPy: the forms' discarded
+    branches overflow or divide by 0 silently, _quietly)."""
+    if isinstance(alpha, float):
+        kernel = gen.entmax_alpha_partial_above_two if alpha > 2 else gen.entmax_alpha_partial
+        return _quietly(kernel, p, alpha)
+    above = _quietly(gen.entmax_alpha_partial_above_two, p, alpha)
+    return _xs.namespace(p).where(alpha > 2, above, _quietly(gen.entmax_alpha_partial, p, alpha))
 
 
 def gppr_weights(p: Array, alpha: float) -> Array:

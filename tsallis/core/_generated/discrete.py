@@ -7,7 +7,7 @@ import math
 
 from tsallis.core import arrays as _xs
 
-__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_alpha_partial", "halley_bend", "halley_error", "finish_rate", "finish_error", "ev_softmax_offsupport_shift", "evidential_mass"]
+__all__ = ["sparsemax_threshold", "entmax15_threshold", "entmax_gppr_weight", "entmax_from_base", "entmax_anchored_base", "entmax_anchored_slope", "entmax_alpha_partial", "entmax_alpha_partial_above_two", "halley_bend", "halley_error", "finish_rate", "finish_error", "ev_softmax_offsupport_shift", "evidential_mass"]
 
 
 def sparsemax_threshold(first, size):
@@ -34,13 +34,37 @@ def entmax_from_base(base, alpha):
     return xp.where((base > 0), xp.where(base > 0, base, 1)**(1/(alpha - 1)), 0)
 
 
+def entmax_anchored_base(edge, gap, alpha):
+    """An entry's base (alpha - 1)(z - tau) from the edge entry's p (edge) and its gap."""
+    xp, (edge, gap, alpha) = _xs.arrays(edge, gap, alpha)
+    return edge**(alpha - 1) + gap
+
+
+def entmax_anchored_slope(edge, p, alpha):
+    """dp/dq = (q / p)^(alpha - 2) of an entry's p in the edge entry's p q; 0 off it."""
+    xp, (edge, p, alpha) = _xs.arrays(edge, p, alpha)
+    return xp.where((p > 0), (edge/xp.where(p > 0, p, 1))**(alpha - 2), 0)
+
+
 def entmax_alpha_partial(p, alpha):
     """dp/dalpha at a fixed threshold: p f^2 log1prel'((alpha-1) f), f = log_{2-alpha} p."""
     xp, (p, alpha) = _xs.arrays(p, alpha)
+    _t0 = alpha - 1
+    _t1 = xp.where(p > 0, p, 1)
+    _t2 = xp.log(_t1)
+    _t3 = _t0*_t2
+    return xp.where((p > 0), xp.where((_t3 < -1), (_t1*(xp.where(-_t3 > 1, -_t3, 2) + 1) - _t1**(2 - alpha))/_t0**2, _t1*_t2**2*_xs.exprel(_t3)**2*_xs.log1prel_slope(_xs.expm1(_t3))), 0)
+
+
+def entmax_alpha_partial_above_two(p, alpha):
+    """entmax_alpha_partial + p^(2 - alpha) / (alpha - 1)^2 (alpha > 2: no overflow)."""
+    xp, (p, alpha) = _xs.arrays(p, alpha)
     _t0 = xp.where(p > 0, p, 1)
-    _t1 = xp.log(_t0)
-    _t2 = _t1*(alpha - 1)
-    return xp.where((p > 0), _t0*_t1**2*_xs.exprel(_t2)**2*_xs.log1prel_slope(_xs.expm1(_t2)), 0)
+    _t1 = alpha - 1
+    _t2 = 1/_t1**2
+    _t3 = xp.log(_t0)
+    _t4 = _t1*_t3
+    return xp.where((p > 0), xp.where((_t4 < -1), -_t0*_t2*(_t4 - 1), _t0*_t3**2*_xs.exprel(_t4)**2*_xs.log1prel_slope(_xs.expm1(_t4)) + _t0**(2 - alpha)*_t2), 0)
 
 
 def halley_bend(total, slope, bent, alpha):
