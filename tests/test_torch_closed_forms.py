@@ -52,6 +52,8 @@ VALUES = {
     "w_minus": [0.0, 2.0, 1e-3],
     "others": [0.0, 0.3, 1.0],
     "base": [-0.5, 0.0, 1.5e-22, 0.7],  # alpha-entmax's (alpha - 1)(z - tau)
+    "edge": [1e-3, 0.3, 1.0],  # the anchored finish's q (> 0) and an entry's gap (>= 0)
+    "gap": [0.0, 0.5, 2.0],
     # a Newton step's row sums of p, s, t and u (positive, t and u may be 0 past the edge)
     "total": [1.0, 0.5, 3.0],
     "slope": [1.0, 2.0, 0.3],
@@ -202,6 +204,8 @@ def test_gradcheck_inside_the_domain(family, name, function):
         "w_minus": 0.2,
         "others": 0.4,
         "base": 0.6,
+        "edge": 0.2,
+        "gap": 0.3,
         "total": 1.2,
         "slope": 2.0,
         "bent": 3.0,

@@ -1744,6 +1744,12 @@ def test_compiled_above_two_matches_eager():
         (want * w).sum().backward()
         assert (got - want).abs().max() <= 1e-15
         assert (v.grad - u.grad).abs().max() <= 1e-12 * u.grad.abs().max()
+    # an alpha per row on both sides of 2 (those at or below 2 skip the compiled anchor),
+    # and far above it, where it changes p by up to 0.3 (a p of 0.008 at 100)
+    mixed = torch.tensor([0.5, 1.0, 1.5, 2.0, 3.0, 10.0, 30.0, 100.0] * 25, dtype=F64)[:, None]
+    small = torch.randn(200, 8, generator=gen, dtype=F64)
+    got = torch.compile(lambda v: entmax(v, mixed), fullgraph=True)(small)
+    assert (got - entmax(small, mixed)).abs().max() <= 1e-15
 
 
 def test_compiles_with_dynamic_true():

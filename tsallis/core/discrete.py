@@ -2260,7 +2260,15 @@ def _refined_above_two(
         if bool(xp.any(near)):
             _anchor_rows(z, p, s, alpha_work, near)
     elif while_loop is not None:  # torch.compile: every row (no host read picks them)
-        p, s = _anchored_above_two(z, p, alpha_work, while_loop)
+        # (rows at alpha <= 2 of an alpha array, whose values the caller discards, are
+        # done from the start: their map is no start for one above 2, whose steps then
+        # found no root and ran all 128; at 3 in place of their own alpha, which may be 1)
+        if isinstance(alpha_work, float):
+            p, s = _anchored_above_two(z, p, alpha_work, while_loop)
+        else:
+            above = alpha_work > 2
+            safe = work_xp.where(above, alpha_work, 3.0)
+            p, s = _anchored_above_two(z, p, safe, while_loop, ~above)
     return p, s
 
 
@@ -2280,7 +2288,11 @@ def _anchor_rows(z: Array, p: Array, s: Array, alpha: float | Array, near: Array
 
 
 def _anchored_above_two(
-    z: Array, p: Array, alpha: float | Array, while_loop: Callable | None = None
+    z: Array,
+    p: Array,
+    alpha: float | Array,
+    while_loop: Callable | None = None,
+    settled: Array | None = None,
 ) -> tuple[Array, Array]:
     """(p, s = p^(2 - alpha)) of 2-D rows at alpha > 2 whose support edge a double-double
     threshold cannot resolve, from their map ``p`` there: the threshold written through
@@ -2301,7 +2313,7 @@ def _anchored_above_two(
     resolution): the entries at a value v are in the support exactly where the entries
     above v have a mass below 1 at the threshold where v's base is 0. Eager mode reads
     the host once per step to stop; given ``while_loop`` (torch.compile, every row) the
-    steps stop on the device.
+    steps stop on the device. Rows ``settled`` ((R, 1), z's kind) take no step.
     """
     xp = _xs.namespace(z)
     eps = float(_xs.native(z).finfo(z.dtype).eps)
@@ -2338,14 +2350,15 @@ def _anchored_above_two(
         slope = count + xp.sum(gen.entmax_anchored_slope(q, others, alpha), axis=-1, keepdims=True)
         lo, hi = xp.where(g < 0, q, lo), xp.where(g > 0, q, hi)
         newton = q - g / slope
-        new = xp.where((newton > lo) & (newton < hi), newton, (lo + hi) / 2)
+        new = xp.where((newton >= lo) & (newton <= hi), newton, (lo + hi) / 2)
         done = done | (xp.abs(g) <= 4 * eps) | (hi - lo <= 4 * eps * hi) | (new == q)
         return xp.where(done, q, new), lo, hi, done
 
     lo, hi = xp.zeros_like(count), 1 / count
     start = xp.max(xp.where(ties, p, 0.0), axis=-1, keepdims=True)
-    q = xp.where((start > 0) & (start < hi), start, hi / 2)
-    state = (q, lo, hi, xp.zeros(q.shape, dtype=xp.bool, device=_device(q)))
+    q = xp.where((start > 0) & (start <= hi), start, hi / 2)  # (a lone entry: q = 1)
+    done = xp.zeros(q.shape, dtype=xp.bool, device=_device(q))
+    state = (q, lo, hi, done if settled is None else done | settled)
     if while_loop is not None:  # torch.compile: stops on the device (at most 128 steps)
 
         def unfinished(steps: Array, *state: Array) -> Array:
