@@ -2247,7 +2247,7 @@ def _refined_above_two(
     total = xp.where(total > 0, total, 1.0)
     p = lib.divide(p, to_work(total), out=p)
     s = _renormalized_slopes(s, total, alpha, to_work)
-    if on_host:  # (eager: a host read; under torch.compile the double-double stands)
+    if on_host:  # eager: one host read picks the rows to anchor
         # rows with a base within rate eps (|tau| + 1) of 0, a relative eps of the
         # double-double's resolution (about rate eps^2 |tau|), are finished anchored
         bases = lib.multiply(lib.subtract(shifted, to_work(d)), rate)
@@ -2281,8 +2281,8 @@ def _anchor_rows(z: Array, p: Array, s: Array, alpha: float | Array, near: Array
         alpha = _xs.namespace(z).broadcast_to(alpha, (*z.shape[:-1], 1)).reshape(-1, 1)
     index = _flat_index(near.reshape(-1, 1))
     rows = flat[0].shape[0]
-    anchored = _anchored_above_two(_rows_of(flat[0], index, rows), _rows_of(flat[1], index, rows),
-                                   _rows_of(alpha, index, rows))  # fmt: skip
+    z_rows, p_rows = (_rows_of(v, index, rows) for v in flat[:2])
+    anchored = _anchored_above_two(z_rows, p_rows, _rows_of(alpha, index, rows))
     for target, values in zip(flat[1:], anchored, strict=True):
         _put_rows(target, index, values)
 
