@@ -2134,16 +2134,20 @@ def _refined_above_two(
     shifted = lib.subtract(z, to_work(tau_hi))  # z - tau_hi, fresh: z is the caller's
     base = work_xp.empty_like(z)
 
+    def bases_at(d: Array, of_rows: Array, by: Array, into: Array | None = None) -> Array:
+        """(alpha - 1)((z - tau_hi) - d) of the rows ``of_rows`` (their z - tau_hi) at
+        rate ``by``, into ``into`` (else a fresh array)."""
+        if into is None:
+            return (of_rows - to_work(d)) * by
+        return lib.multiply(lib.subtract(of_rows, to_work(d), out=into), by, out=into)
+
     def evaluate(
         d: Array, fresh: bool = False, rows: tuple | None = None
     ) -> tuple[Array, Array, Array, Array]:
         # (``fresh``: no buffer written, as a while_loop's body must; ``rows``: the
         # (shifted, base, rate, power) of some rows, _solved's, else all)
         of_rows, into, by, to = (shifted, base, rate, power) if rows is None else rows
-        if fresh:
-            bases = (of_rows - to_work(d)) * by
-        else:
-            bases = lib.multiply(lib.subtract(of_rows, to_work(d), out=into), by, out=into)
+        bases = bases_at(d, of_rows, by, None if fresh else into)
         p = work_xp.astype(gen.entmax_from_base(bases, to), z.dtype, copy=False)
         # s = p / base, as the loop's s = p / (1 + x) (_over_one_plus), not a second power
         # (gppr_weights; float64 (1024, 1000) at alpha = 5, one evaluation: 8 ms -> 1.5)
@@ -2250,7 +2254,7 @@ def _refined_above_two(
     if on_host:  # eager: one host read picks the rows to anchor
         # rows with a base within rate eps (|tau| + 1) of 0, a relative eps of the
         # double-double's resolution (about rate eps^2 |tau|), are finished anchored
-        bases = lib.multiply(lib.subtract(shifted, to_work(d)), rate)
+        bases = bases_at(d, shifted, rate)
         resolution = to_work(eps * (xp.abs(tau_hi) + 1.0)) * rate
         near = to_book(work_xp.any(work_xp.abs(bases) < resolution, axis=-1, keepdims=True))
         if not isinstance(alpha, float):
@@ -2323,16 +2327,20 @@ def _anchored_above_two(
     below = xp.max(xp.where(z < edge, z, -inf), axis=-1, keepdims=True)
     above = xp.min(xp.where(z > edge, z, inf), axis=-1, keepdims=True)
 
+    def gaps_to(v: Array) -> Array:
+        """(alpha - 1)(z - v) per entry: the bases where v's is 0."""
+        return (z - v) * rate
+
     def holds(v: Array) -> Array:
         """Whether the entries at v (per row) are in the support (False where v is not
         finite: no such entry)."""
         finite = xp.isfinite(v)
-        gaps = (z - xp.where(finite, v, edge)) * rate
-        mass = xp.sum(gen.entmax_from_base(gaps, alpha), axis=-1, keepdims=True)
+        bases = gaps_to(xp.where(finite, v, edge))
+        mass = xp.sum(gen.entmax_from_base(bases, alpha), axis=-1, keepdims=True)
         return finite & (mass < 1)
 
     least = xp.where(holds(below), below, xp.where(holds(edge), edge, above))
-    gaps = (z - least) * rate
+    gaps = gaps_to(least)
     ties = z == least
     count = xp.sum(xp.astype(ties, z.dtype), axis=-1, keepdims=True)
     upper = gaps > 0

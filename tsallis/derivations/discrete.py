@@ -156,35 +156,31 @@ def entmax_anchored_slope() -> sp.Expr:
     return sp.Piecewise(((edge / S.p) ** (S.alpha - 2), S.p > 0), (0, True))
 
 
+def _alpha_partial_in_f() -> tuple[sp.Expr, sp.Symbol]:
+    """(dp/dalpha at a fixed shift, written in f = z - c; f): p = exp_{2-alpha}(f), i.e.
+    log p = f log1prel((alpha - 1) f), differentiated in alpha, checked to be p f^2
+    log1prel'((alpha - 1) f)."""
+    f = sp.Symbol("f", real=True)
+    log_p = f * log1prel((S.alpha - 1) * f)
+    partial = sp.diff(sp.exp(log_p), S.alpha)
+    expected = sp.exp(log_p) * f**2 * log1prel_slope((S.alpha - 1) * f)
+    assert sp.simplify(partial - expected) == 0, partial
+    return partial, f
+
+
 def entmax_alpha_partial() -> sp.Expr:
     """dp/dalpha at a fixed threshold, written in p: the alpha-gradient's building block.
 
     With the threshold as a shift c, p = exp_{2-alpha}(f), f = z - c, i.e.
     log p = f log1prel((alpha - 1) f). Differentiating in alpha gives
     p f^2 log1prel'((alpha - 1) f); f is then eliminated with f = log_{2-alpha}(p)
-    = log(p) exprel((alpha - 1) log p) and (alpha - 1) f = expm1((alpha - 1) log p).
+    = log(p) exprel((alpha - 1) log p) and (alpha - 1) f = expm1((alpha - 1) log p)
+    (below (alpha - 1) log p = -1 with the base instead: _alpha_partial_in_p).
     Smooth through alpha = 1 (where it is -p log(p)^2 / 2); 0 off the support.
     The total derivative adds -s_i sum_j(partial_j) / sum_j s_j (the threshold moves),
     done by the caller.
     """
-    f = sp.Symbol("f", real=True)
-    alpha = S.alpha
-    log_p = f * log1prel((alpha - 1) * f)
-    partial = sp.diff(sp.exp(log_p), alpha)
-    expected = sp.exp(log_p) * f**2 * log1prel_slope((alpha - 1) * f)
-    assert sp.simplify(partial - expected) == 0, partial
-    # in p (p > 0): f = log_{2-alpha}(p) = log(p) exprel((alpha-1) log p), whose
-    # (alpha - 1) f is expm1((alpha - 1) log p); checked at a point to 25 digits
-    q = sp.Symbol("q", positive=True)
-    log_q = sp.log(q)
-    f_of_p = log_q * exprel((alpha - 1) * log_q)
-    body = q * f_of_p**2 * log1prel_slope(expm1((alpha - 1) * log_q))
-    point = {q: sp.Rational(3, 7), alpha: sp.Rational(13, 10)}
-    direct = partial.subs(f, (q ** (alpha - 1) - 1) / (alpha - 1)).subs(point)
-    values = [sp.N(v.rewrite(sp.log).rewrite(sp.exp), 30) for v in (direct, body.subs(point))]
-    assert abs(values[0] - values[1]) < 1e-25, values
-    body = body.subs(q, S.p)
-    return sp.Piecewise((_alpha_partial_in_p(partial, f, shift=0), S.p > 0), (0, True))
+    return sp.Piecewise((_alpha_partial_in_p(*_alpha_partial_in_f(), shift=0), S.p > 0), (0, True))
 
 
 def _alpha_partial_in_p(partial: sp.Expr, f: sp.Symbol, shift: int) -> sp.Expr:
@@ -203,26 +199,25 @@ def _alpha_partial_in_p(partial: sp.Expr, f: sp.Symbol, shift: int) -> sp.Expr:
     t = (alpha - 1) * log_q
     f_of_p = log_q * exprel(t)
     series = q * f_of_p**2 * log1prel_slope(expm1(t))
-    edge = (q * (1 - t) - q ** (2 - alpha)) / (alpha - 1) ** 2
+    with_base = (q * (1 - t) - q ** (2 - alpha)) / (alpha - 1) ** 2
     extra = shift * q ** (2 - alpha) / (alpha - 1) ** 2
     for form, point in (
         (series, {q: sp.Rational(3, 7), alpha: sp.Rational(13, 10)}),
-        (edge, {q: sp.Rational(1, 1000), alpha: sp.Integer(5)}),
-        (edge, {q: sp.Rational(2, 5), alpha: sp.Rational(27, 10)}),
+        (with_base, {q: sp.Rational(1, 1000), alpha: sp.Integer(5)}),
+        (with_base, {q: sp.Rational(2, 5), alpha: sp.Rational(27, 10)}),
     ):
         direct = partial.subs(f, (q ** (alpha - 1) - 1) / (alpha - 1)).subs(point)
         values = [sp.N(v.rewrite(sp.log).rewrite(sp.exp), 30) for v in (direct, form.subs(point))]
         assert abs(values[0] - values[1]) < 1e-25 * max(1, abs(values[0])), values
-    if shift:  # above 2, where s may overflow: the edge form's -s and the shift cancel
-        edge = sp.simplify(edge + extra)
-        assert sp.simplify(edge - q * (1 - t) / (alpha - 1) ** 2) == 0, edge
+    if shift:  # above 2, where s may overflow: the base form's -s and the shift cancel
+        with_base = sp.simplify(with_base + extra)
+        assert sp.simplify(with_base - q * (1 - t) / (alpha - 1) ** 2) == 0, with_base
     else:
-        edge = edge + extra
-    log_p = sp.log(S.p)
-    inner = sp.Piecewise(
-        (edge.subs(q, S.p), (alpha - 1) * log_p < -1), ((series + extra).subs(q, S.p), True)
+        with_base = with_base + extra
+    return sp.Piecewise(
+        (with_base.subs(q, S.p), (alpha - 1) * sp.log(S.p) < -1),
+        ((series + extra).subs(q, S.p), True),
     )
-    return inner
 
 
 def entmax_alpha_partial_above_two() -> sp.Expr:
@@ -233,10 +228,7 @@ def entmax_alpha_partial_above_two() -> sp.Expr:
     is small (p = 5e-4 at alpha = 100: s = 1e320), and the partial's -s / (alpha - 1)^2
     with it (then inf - inf in the gradient); shifted, that term is gone: p (1 - t) /
     (alpha - 1)^2 below t = -1, bounded. 0 off the support."""
-    f = sp.Symbol("f", real=True)
-    log_p = f * log1prel((S.alpha - 1) * f)
-    partial = sp.diff(sp.exp(log_p), S.alpha)
-    return sp.Piecewise((_alpha_partial_in_p(partial, f, shift=1), S.p > 0), (0, True))
+    return sp.Piecewise((_alpha_partial_in_p(*_alpha_partial_in_f(), shift=1), S.p > 0), (0, True))
 
 
 def ev_softmax_offsupport_shift() -> sp.Expr:
