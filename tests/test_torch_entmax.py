@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import warnings
 from types import ModuleType
 from unittest import mock
 
@@ -1514,6 +1515,72 @@ def test_edges_stay_finite():
         for dtype in (torch.float16, torch.bfloat16):
             half = entmax(torch.randn(4, 9).to(dtype), alpha)
             assert half.dtype == dtype and torch.isfinite(half).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_scores_spread_over_the_whole_dtype_range(dtype):
+    """Finite scores from -largest to +largest of the dtype: the gaps max - x of the lower
+    entries overflow to +inf and the row sums of both signs to NaN (which made the Newton
+    loop's start NaN, and p NaN on whole rows at alpha <= 1.3, softmax included; seen on
+    float32 rows of 17 and 300 entries). Exact answer: the m ties at the row maximum get
+    1/m (every other entry lies at least 1e32 below it: p = 0 for alpha >= 1, below
+    1e-60 at 0.5), and dL/dz = (1/m)^(2 - alpha) (g - mean of g over the ties) on them, 0
+    elsewhere; within 2 ulps of 1/m and 8 ulps of that gradient's scale, per-row alpha and
+    the NumPy face too, and no floating-point warning."""
+    big = float(torch.finfo(dtype).max)
+    gen = torch.Generator().manual_seed(61)
+    rows, size = 6, 300
+    x = ((torch.rand(rows, size, generator=gen, dtype=F64) * 2 - 1) * big).to(dtype)
+    x[:, size // 2 :] = x[:, size // 2 :].clamp(max=big / 2)
+    ties = torch.tensor([[1], [2], [3], [5], [1], [4]], dtype=F64)
+    for row, m in enumerate(ties.flatten().int().tolist()):
+        x[row, torch.randperm(size, generator=gen)[:m]] = big
+    x[4, 7] = -big  # (a row of one maximum and the dtype's lowest)
+    top = x == big
+    g = torch.randn(rows, size, generator=gen, dtype=dtype)
+    eps = float(torch.finfo(dtype).eps)
+    values = (0.5, 1.0, 1.3, 1.5, 2.0, 5.0)
+    alphas = (*values, torch.tensor(values)[:, None])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for alpha in alphas:
+            v = x.clone().requires_grad_()
+            a = alpha.to(dtype) if isinstance(alpha, torch.Tensor) else alpha
+            p = entmax(v, a)
+            (p * g).sum().backward()
+            expected = top / ties
+            assert (p.double() - expected).abs().max() <= 2 * eps / ties.min()
+            row_alpha = a.double() if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=F64)
+            mean = (g.double() * top).sum(-1, keepdim=True) / ties
+            s = (1 / ties) ** (2 - row_alpha)
+            grad = torch.where(top, s * (g.double() - mean), 0.0)
+            assert (v.grad.double() - grad).abs().max() <= 8 * eps * (s * g.abs().max()).max()
+            if not isinstance(alpha, torch.Tensor):
+                q = np_discrete.entmax(x.numpy(), alpha)
+                assert np.abs(q - expected.numpy()).max() <= 2 * eps
+        assert (np_discrete.softmax(x.numpy()) == entmax(x, 1.0).numpy()).all()
+    if dtype == torch.float32:  # compiled (NaN there too before, also at alpha = 2)
+        compiled = torch.compile(lambda v, a: entmax(v, a), fullgraph=True)
+        p = compiled(x, alphas[-1])
+        assert (p.double() - top / ties).abs().max() <= 2 * eps / ties.min()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_tied_levels_far_apart_above_two_raise_no_warning(dtype):
+    """Rows on a grid of levels 1.44 apart near -380 (ties at every level; a fuzz of the
+    public API found them), at alpha = 10, where 1/(alpha - 1) = 0.11: the m ties at the row
+    maximum get exactly 1/m (to the dtype's rounding), the rest 0. A Newton step of
+    the loop above 2 evaluated a mass that rounded to 0 at a trial shift, and the
+    deformed step that the loop then discards took its log: NumPy's "divide by zero"
+    warning reached the user."""
+    gen = torch.Generator().manual_seed(14)
+    levels = torch.round(torch.randn(7, 1500, generator=gen, dtype=F64) * 2) - 266
+    x = (levels * 1.4382888018519588).to(dtype)
+    top = (x == x.amax(-1, keepdim=True)).double()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        p = entmax(x, 10.0).double()
+    assert (p - top / top.sum(-1, keepdim=True)).abs().max() <= float(torch.finfo(dtype).eps)
 
 
 def test_bad_input_raises():

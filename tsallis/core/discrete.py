@@ -1107,9 +1107,13 @@ def _mean_start(
 
 
 def _mean_gap(z: Array, top: Array, to_book: Callable) -> Array:
-    """max - mean per row (..., 1), in the loop's namespace as ``top``, the row maxima
-    (+inf on a row with a -inf entry)."""
-    return top - to_book(_xs.row_sum(z)) / z.shape[-1]
+    """max - mean per row (..., 1), in the loop's namespace as ``top``, the row maxima:
+    +inf on a row with a -inf entry, and where the row sum overflows (finite entries
+    near the dtype's largest of both signs summed to NaN, and the shift to NaN
+    everywhere; of one sign to +-inf): +inf, whose start is the bracket's end ``lo``."""
+    xp = _xs.namespace(top)
+    total = to_book(_xs.row_sum(z))
+    return xp.where(xp.isfinite(total), top - total / z.shape[-1], xp.inf)
 
 
 def _sorted_start_applies(z: Array, alpha: float | Array, on_host: bool) -> bool:
@@ -1840,10 +1844,11 @@ def entmax_newton(
         # h = g; as a Python float it skips the deformed logarithm's operations.)
         two = isinstance(alpha, float) and alpha == 2.0
         newton = c + g / safe_slope if two or rising is not True else None  # (on g)
-        if two:
-            new = newton
+        if two or rising is False:  # (above 2: no deformed step, whose log of a mass
+            new = newton  # that rounded to 0 warned in NumPy)
         else:
-            step = _deformed_step(total, slope, alpha, safe_slope)  # Newton's, N = -h / h'
+            # Newton's, N = -h / h' (an alpha per row: the rows above 2 discard it)
+            step = _quietly(_deformed_step, total, slope, alpha, safe_slope)
             if bent is not None:
                 step, bend, fine = _halley_step(step, total, slope, bent, alpha)
             deformed = c + step
@@ -2456,7 +2461,8 @@ def _on_views(z: Array, top: Array | None, compute: Callable) -> tuple:
     as tensors: p copied into Torch's own memory (the caller returns it, and a tensor
     over NumPy's memory cannot be resized or moved to shared memory), s (ColumnSlopes
     too) and scale viewed. NumPy's floating-point warnings are off (log1p(-1) = -inf
-    off the support, underflows), as Torch's operations give none."""
+    off the support, underflows, gaps max - z beyond the dtype's largest, which are
+    +inf: p = 0 there), as Torch's operations give none."""
     torch = _xs.native(z)
 
     def tensor(v: np.ndarray | ColumnSlopes | None) -> Array | ColumnSlopes | None:
@@ -2464,7 +2470,7 @@ def _on_views(z: Array, top: Array | None, compute: Callable) -> tuple:
             return ColumnSlopes(*(tensor(part) for part in v))
         return None if v is None else torch.from_numpy(np.asarray(v))
 
-    with np.errstate(divide="ignore", under="ignore", invalid="ignore"):
+    with np.errstate(all="ignore"):
         p, s, scale = compute(_view(z), _view(top))
     return torch.from_numpy(p).clone(), tensor(s), tensor(scale)
 
@@ -2572,7 +2578,28 @@ def entmax_map(
     tuning.NUMPY_NEWTON_ELEMENTS for the loop at a Python-float alpha), where an operation
     on a few hundred values costs about 1 us against Torch's 3 to 5. Arguments as for
     entmax_newton.
+
+    In eager mode NumPy's floating-point warnings are off: the loop keeps its per-row
+    values in NumPy (and views CPU tensors), where overflows and logs of 0 are expected
+    (gaps max - z beyond the dtype's largest are +inf, p = 0 there; a trial mass that
+    rounds to 0 above 2 has a log the loop discards), and Torch's operations give none.
     """
+    if on_host and not _xs._torch_compiling(z):  # (np.errstate does not trace)
+        with np.errstate(all="ignore"):
+            return _entmax_map(z, alpha, steps, on_host, top, loop, slopes)
+    return _entmax_map(z, alpha, steps, on_host, top, loop, slopes)
+
+
+def _entmax_map(
+    z: Array,
+    alpha: float | Array,
+    steps: int | None,
+    on_host: bool,
+    top: Array | None,
+    loop: Callable | None,
+    slopes: bool,
+) -> tuple[Array, Array | None, Array | None]:
+    """entmax_map's body (NumPy's warnings as the caller set them)."""
     elements = math.prod(z.shape)
     # off the CPU (a GPU) at any size: the Newton loop's host read per step and its
     # dozens of small kernels per step cost more there than a sort (measured on an H100,
