@@ -98,6 +98,11 @@ def softmax(v: ArrayLike, axis: int = -1) -> FloatArray:
         array([0.2488, 0.6763, 0.0749])
     """
     z, dtype = _finite_rows(v, axis)
+    return _softmax_rows(z, axis, dtype)
+
+
+def _softmax_rows(z: FloatArray, axis: int, dtype: np.dtype) -> FloatArray:
+    """softmax of _finite_rows' z, restored to ``axis`` and ``dtype``."""
     with np.errstate(over="ignore"):  # a gap max - v beyond the dtype: inf, exp(-inf) = 0
         return _restore(_core.normalized(z), axis, dtype)
 
@@ -156,8 +161,7 @@ def entmax(v: ArrayLike, alpha: float, axis: int = -1) -> FloatArray:
     alpha = real_above("alpha", alpha, 0.0)
     z, dtype = _finite_rows(v, axis)
     if alpha == 1:  # the closed form (Newton would find it in one step)
-        with np.errstate(over="ignore"):  # (as softmax's)
-            return _restore(_core.normalized(z), axis, dtype)
+        return _softmax_rows(z, axis, dtype)
     # float64 above alpha = 2: there the map is not Lipschitz at the support edge
     # (dp/dz = p^(2 - alpha)), and float32 arithmetic measured 7e-6 off at alpha = 3 for
     # p ~ 2e-3.

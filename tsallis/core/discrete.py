@@ -1844,11 +1844,11 @@ def entmax_newton(
         # h = g; as a Python float it skips the deformed logarithm's operations.)
         two = isinstance(alpha, float) and alpha == 2.0
         newton = c + g / safe_slope if two or rising is not True else None  # (on g)
-        if two or rising is False:  # (above 2: no deformed step, whose log of a mass
-            new = newton  # that rounded to 0 warned in NumPy)
+        if two or rising is False:  # (above 2 no deformed step: its log of a mass that
+            new = newton  # rounded to 0 at a trial shift would be discarded)
         else:
             # Newton's, N = -h / h' (an alpha per row: the rows above 2 discard it)
-            step = _quietly(_deformed_step, total, slope, alpha, safe_slope)
+            step = _deformed_step(total, slope, alpha, safe_slope)
             if bent is not None:
                 step, bend, fine = _halley_step(step, total, slope, bent, alpha)
             deformed = c + step
@@ -2396,15 +2396,15 @@ def _anchored_above_two(
     # gives that limit to a relative (the others' sum s) / cap, and keeps sum s and each
     # s / sum s (the backward's unit slopes, at least 1 / (8 largest): normal) finite
     cap = float(_xs.native(z).finfo(z.dtype).max) / (8 * z.shape[-1])
-    s = _quietly(gppr_weights, p, alpha)  # (NumPy: the overflow is capped below)
+    s = gppr_weights(p, alpha)  # (overflows are capped below; entmax_map keeps NumPy quiet)
     return p, xp.where(s > cap, cap, s)
 
 
 def _quietly(function: Callable, p: Array, *args: Any) -> Array:
     """function(p, *args), with NumPy's floating-point warnings off for a NumPy ``p``
-    (overflow, division by 0, invalid: of a generated form's discarded branch, or capped
-    by the caller); Torch warns of none, and np.errstate does not trace under
-    torch.compile."""
+    (overflow, division by 0, invalid: of a generated form's discarded branch), for the
+    backward (the forward runs quiet in entmax_map); Torch warns of none, and np.errstate
+    does not trace under torch.compile."""
     if not isinstance(p, np.ndarray):
         return function(p, *args)
     with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
