@@ -1285,6 +1285,98 @@ def test_gradcheck_in_x_and_per_row_alpha_and_losses():
     )
 
 
+@pytest.mark.parametrize("alpha", [0.5, 1.0, 1.3, 1.5, 2.0, 2.5, 5.0])
+def test_second_derivatives_of_the_map(alpha):
+    """Double backward (create_graph=True, as gradient penalties, meta-learning and
+    Hessian-vector products use it): gradgradcheck's finite differences of the backward,
+    float64, on a masked row and along dim 0 too. Before, the backward's in-place
+    products raised "functions with out=... arguments don't support automatic
+    differentiation"."""
+    gen = torch.Generator().manual_seed(31)
+    x = torch.randn(4, 6, generator=gen, dtype=F64).requires_grad_(True)
+    mask = torch.ones(4, 6, dtype=torch.bool)
+    mask[1, :3] = False
+    assert torch.autograd.gradgradcheck(lambda v: entmax(v, alpha, mask=mask), (x,))
+    assert torch.autograd.gradgradcheck(lambda v: entmax(v, alpha, dim=0), (x,))
+
+
+def test_second_derivatives_in_a_learned_alpha():
+    """Double backward with alpha requiring grad, one per row (on both sides of 2) and
+    one for all rows: the second derivatives in x and alpha, mixed ones included."""
+    gen = torch.Generator().manual_seed(32)
+    x = torch.randn(4, 6, generator=gen, dtype=F64).requires_grad_(True)
+    per_row = torch.tensor([[0.7], [1.2], [1.7], [2.6]], dtype=F64).requires_grad_(True)
+    shared = torch.tensor(1.4, dtype=F64).requires_grad_(True)
+    for alpha in (per_row, shared):
+        assert torch.autograd.gradgradcheck(lambda v, a: entmax(v, a), (x, alpha))
+
+
+def test_hessian_vector_products_on_large_rows():
+    """On (256, 300) float64 rows (the large-call paths of the loop), u^T H against
+    central differences of the gradient along u (h = 1e-7: at alpha = 3 a step of 1e-5
+    crossed the support edge of an entry with p = 3e-5): within 1e-6 of the scale."""
+    gen = torch.Generator().manual_seed(33)
+    x = torch.randn(256, 300, generator=gen, dtype=F64).requires_grad_(True)
+    w, u = (torch.randn(256, 300, generator=gen, dtype=F64) for _ in range(2))
+    target = torch.randint(0, 300, (256,), generator=gen)
+    objectives = [lambda v, a=a: (entmax(v, a) * w).sum() for a in (1.3, 1.5, 2.0, 3.0)]
+    objectives.append(lambda v: entmax_loss(v, target, 1.3, "sum"))
+    for objective in objectives:
+        (grad,) = torch.autograd.grad(objective(x), x, create_graph=True)
+        (product,) = torch.autograd.grad((grad * u).sum(), x)
+        sides = []
+        for step in (1e-7, -1e-7):
+            moved = (x.detach() + step * u).requires_grad_(True)
+            sides.append(torch.autograd.grad(objective(moved), moved)[0])
+        differences = (sides[0] - sides[1]) / 2e-7
+        assert (product - differences).abs().max() <= 1e-6 * differences.abs().max()
+
+
+def test_second_derivatives_of_the_losses():
+    """Double backward of entmax_loss in x, a distribution target and a per-row alpha
+    (gradgradcheck, float64), and in x for class targets with an ignored row. Before, the
+    gradient p - y had no graph: a gradient penalty through it silently took entmax's
+    Jacobian as 0."""
+    gen = torch.Generator().manual_seed(34)
+    x = torch.randn(4, 6, generator=gen, dtype=F64).requires_grad_(True)
+    dist = torch.softmax(torch.randn(4, 6, generator=gen, dtype=F64), -1).requires_grad_(True)
+    alpha = torch.tensor([[0.8], [1.3], [2.0], [2.5]], dtype=F64).requires_grad_(True)
+    assert torch.autograd.gradgradcheck(
+        lambda v, y, a: entmax_loss(v, y, a, reduction="none"), (x, dist, alpha)
+    )
+    target = torch.tensor([0, 5, -100, 2])
+    for a in (1.0, 1.5, 2.0, 3.0):
+        assert torch.autograd.gradgradcheck(lambda v, a=a: entmax_loss(v, target, a), (x,))
+    (grad,) = torch.autograd.grad(entmax_loss(x, target, 1.5, "sum"), x, create_graph=True)
+    assert grad.requires_grad
+
+
+def test_target_gradient_off_both_supports():
+    """The gradient in a distribution target y is -x - dH_alpha(y)/dy: against central
+    differences of float64 losses where y > 0, and where p = y = 0 against the one-sided
+    slope typed from eq 6, -x - 1 / (alpha (alpha - 1)) (one-sided differences converge
+    like step^(alpha - 1) there). Before, -x was dropped there (0 at alpha = 2 where it
+    is 2.5), and an x = -inf entry with y = 0 gave NaN; it is now 0 (excluded, like a
+    masked entry). For alpha <= 1 dH/dy is +inf at y = 0 and the entropy's part is left
+    out (-x alone)."""
+    x = torch.tensor([[0.0, -3.0, 1.0, -math.inf]], dtype=F64)
+    base = torch.tensor([[0.3, 0.0, 0.7, 0.0]], dtype=F64)
+    for alpha in (0.5, 1.0, 1.5, 2.0, 3.0):
+        y = base.clone().requires_grad_(True)
+        entmax_loss(x, y, alpha).backward()
+        for j in (0, 2):
+            sides = []
+            for step in (1e-6, -1e-6):
+                moved = base.clone()
+                moved[0, j] += step
+                sides.append(float(entmax_loss(x, moved, alpha)))
+            slope = (sides[0] - sides[1]) / 2e-6
+            assert abs(float(y.grad[0, j]) - slope) <= 1e-7, (alpha, j)
+        edge = 3.0 - (1 / (alpha * (alpha - 1)) if alpha > 1 else 0.0)
+        assert abs(float(y.grad[0, 1]) - edge) <= 1e-14, alpha
+        assert float(y.grad[0, 3]) == 0.0
+
+
 def test_alpha_gradient_matches_central_differences_of_mpmath():
     """d/dalpha of <w, entmax(x, alpha)> against central differences of the mpmath map."""
     row = np.array([0.3, -1.2, 0.9, 0.15, -0.4])  # (0.1 sits on the alpha = 2 support edge)

@@ -226,6 +226,12 @@ class _EntmaxFunction(torch.autograd.Function):
     def backward(ctx, grad):  # noqa: ANN001, ANN205
         p, s, scale, alpha_tensor, columns = ctx.saved_tensors
         dim = ctx.dim
+        if torch.is_grad_enabled():
+            # create_graph=True: autograd records this backward for a second derivative,
+            # so s = p^(2 - alpha) is formed from p, which autograd ties to x and alpha
+            # (the forward's s and scale are tied to nothing: their second derivatives
+            # would silently be 0), by the core's differentiable path (no out= buffers)
+            s = scale = columns = None
         a = ctx.alpha if alpha_tensor is None else _moved(_as(alpha_tensor, p.dtype), dim, -1)
         with_alpha = alpha_tensor is not None and ctx.needs_input_grad[1]
         if columns is not None:  # s / sum(s) on each row's columns, along the last axis
@@ -383,10 +389,18 @@ def entmax_loss(
         counted = target != ignore_index
         safe = torch.where(counted, target, torch.zeros_like(target))
         y = torch.zeros_like(x).scatter_(-1, safe.unsqueeze(-1).long(), 1.0)
-    diff = p - y
-    linear = torch.where(diff == 0, torch.zeros_like(x), diff * x).sum(-1)
-    a = value if isinstance(value, float) else value.to(x.dtype)
-    losses = linear + _entropy(p, a) - _entropy(y, a)
+    alpha_tensor = value if isinstance(value, torch.Tensor) else None
+    scalar = 0.0 if alpha_tensor is not None else value
+    one_hot = counted is not None  # (H_alpha(y) = 0)
+    tracked = [t for t in (x, y, alpha_tensor) if t is not None and t.requires_grad]
+    if torch.compiler.is_compiling() or not (torch.is_grad_enabled() and tracked):
+        # autograd through the same rows (first derivatives only: Dynamo does not trace
+        # torch.func inside a Function's backward, and torch.compile has no double
+        # backward); p is optimal, so its own gradient paths cancel and are left out
+        a = scalar if alpha_tensor is None else alpha_tensor
+        losses = _fenchel_young(x, y, a, p, (True, True, not one_hot))
+    else:
+        losses = _FenchelYoungLoss.apply(x, y, alpha_tensor, scalar, p, one_hot)
     if counted is not None:
         losses = torch.where(counted, losses, torch.zeros_like(losses))
     if reduction == "none":
@@ -395,6 +409,76 @@ def entmax_loss(
         return losses.sum()
     total = counted.sum() if counted is not None else torch.tensor(losses.numel())
     return losses.sum() / total.clamp_min(1).to(losses.dtype)
+
+
+def _fenchel_young(
+    x: torch.Tensor,
+    y: torch.Tensor,
+    alpha: float | torch.Tensor,
+    p: torch.Tensor,
+    terms: tuple[bool, bool, bool] = (True, True, True),
+) -> torch.Tensor:
+    """Per row, <p - y, x> + H_alpha(p) - H_alpha(y) at a given p (entmax(x, alpha)), of
+    those three ``terms`` the ones asked for (H_alpha(y) is 0 for a one-hot y).
+
+    An entry where x = -inf and p = y (= 0) is left out of <p - y, x> (its product would
+    be -inf * 0), and its gradient in y is 0 (excluded like a masked entry, the entropy's
+    slope included); wherever else p = y (off both supports) it is -x - dH_alpha(y)/dy
+    (where(p == y, 0, ...) around the product gave 0 there and, at -inf, NaN).
+    """
+    pairing, entropy_p, entropy_y = terms
+    a = alpha if isinstance(alpha, float) else alpha.to(x.dtype)
+    rows = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+    excluded = (x == float("-inf")) & (p == y)
+    zeros = torch.zeros_like(x)
+    if pairing:
+        rows = rows + ((p - y) * torch.where(excluded, zeros, x)).sum(-1)
+    if entropy_p:
+        rows = rows + _entropy(p, a)
+    if entropy_y:  # (an excluded entry's y, 0, held: its entropy slope does not reach y)
+        rows = rows - _entropy(torch.where(excluded, zeros, y), a)
+    return rows
+
+
+class _FenchelYoungLoss(torch.autograd.Function):
+    """_fenchel_young's rows, with gradients in x, y and alpha by torch.func at the
+    forward's p held fixed (p is optimal: its own paths cancel, and the gradient in x is
+    p - y exactly), and where autograd records the backward (create_graph=True) at p
+    formed again by entmax, which autograd ties to x and alpha: second derivatives then
+    take p's dependence on them (the gradient p - y differentiates to entmax's Jacobian),
+    where the plain formula's p, held fixed, would silently give none. The backward
+    takes only the terms that hold an input it differentiates (x alone: <p - y, x>)."""
+
+    @staticmethod
+    def forward(ctx, x, y, alpha_tensor, alpha, p, one_hot):  # noqa: ANN001, ANN205
+        a = alpha if alpha_tensor is None else alpha_tensor
+        ctx.save_for_backward(x, y, alpha_tensor, p)
+        ctx.alpha, ctx.one_hot = alpha, one_hot
+        return _fenchel_young(x, y, a, p, (True, True, not one_hot))
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: ANN001, ANN205
+        x, y, alpha_tensor, p = ctx.saved_tensors
+        a = ctx.alpha if alpha_tensor is None else alpha_tensor
+        if torch.is_grad_enabled():  # (create_graph) p tied to x and alpha
+            p = entmax(x, a)
+        inputs = [x, y, alpha_tensor]
+        wanted = [i for i in range(3) if ctx.needs_input_grad[i]]
+        by_x, by_y, by_alpha = (i in wanted for i in range(3))
+        terms = (by_x or by_y, by_alpha, (by_y or by_alpha) and not ctx.one_hot)
+
+        def rows(*chosen: torch.Tensor) -> torch.Tensor:
+            values = list(inputs)
+            for i, t in zip(wanted, chosen, strict=True):
+                values[i] = t
+            alpha_value = a if values[2] is None else values[2]
+            return _fenchel_young(values[0], values[1], alpha_value, p, terms)
+
+        _, pullback = torch.func.vjp(rows, *(inputs[i] for i in wanted))
+        grads = [None, None, None]
+        for i, g in zip(wanted, pullback(grad), strict=True):
+            grads[i] = g
+        return (*grads, None, None, None)
 
 
 def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:

@@ -61,6 +61,25 @@ def log_beta_at_zero() -> tuple[sp.Expr, sp.Expr]:
     return below, above
 
 
+def entropy_edge_slope() -> sp.Expr:
+    """lim_{p -> 0+} d/dp of the entropy term -p log_{2-alpha}(p) / alpha (eq 6) for
+    alpha > 1, from the definition of log_beta (eq 4): 1 / (alpha (alpha - 1)); checked
+    to be +oo for alpha < 1 and at alpha = 1 (Shannon's -log p - 1)."""
+    p = sp.Symbol("p", positive=True)
+    d = sp.Symbol("d", positive=True)
+
+    def slope(alpha: sp.Expr) -> sp.Expr:
+        term = -p * log_beta_definition(p, 2 - alpha) / alpha
+        return sp.limit(sp.diff(term, p), p, 0, "+")
+
+    above = sp.simplify(slope(1 + d).subs(d, S.alpha - 1))
+    below = slope(1 - d)
+    shannon = sp.limit(sp.diff(-p * sp.log(p), p), p, 0, "+")
+    if below != sp.oo or shannon != sp.oo:
+        raise AssertionError(f"entropy slope at p = 0 below 1: {below}, {shannon}, not +oo")
+    return above
+
+
 def derive_deformed() -> FamilyDerivation:
     """Stable forms, checked against eq 4.
 
@@ -101,8 +120,15 @@ def derive_deformed() -> FamilyDerivation:
         raise AssertionError("softplus smoothing: expected zero bias at +oo and log(2)/s at 0")
     # log exp_beta(u) for beta <= 1: u log1prel((1-beta) u) on the support, -oo outside.
     log_exp_b = sp.Piecewise((u * log1prel((1 - beta) * u), base > 0), (-sp.oo, True))
-    # -p log_{2-alpha}(p) / alpha, with 0 log 0 = 0.
-    term = sp.Piecewise((-p * log_b.subs({u: p, beta: 2 - alpha}) / alpha, p > 0), (0, True))
+    # -p log_{2-alpha}(p) / alpha, with 0 log 0 = 0. At p = 0 the value is 0 and, for
+    # alpha > 1, p times the term's one-sided slope there (entropy_edge_slope), so that
+    # Torch's gradient at p = 0 is that slope (a Fenchel-Young loss's gradient in a
+    # target with zeros); for alpha <= 1 the slope is +oo and the branch 0 (gradient 0).
+    term = sp.Piecewise(
+        (-p * log_b.subs({u: p, beta: 2 - alpha}) / alpha, p > 0),
+        (entropy_edge_slope() * p, alpha > 1),
+        (0, True),
+    )
     # u = 0: the limits (log u exprel(...) would be -inf * 0 = NaN there). In Torch the
     # gradient there is d/dbeta of the limit, and 0 with respect to u (the one-sided
     # derivative u^-beta is +inf for beta > 0; 0 keeps every gradient free of NaN).
@@ -128,7 +154,8 @@ def derive_deformed() -> FamilyDerivation:
             "tsallis_entropy_term",
             (p, alpha),
             term,
-            "-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6).",
+            "-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6). At p = 0: 0, with the"
+            " one-sided slope there as its gradient for alpha > 1 (+oo below: 0).",
         ),
         Kernel(
             "log_exp_beta",

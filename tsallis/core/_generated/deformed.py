@@ -32,11 +32,12 @@ def exp_beta(u, beta):
 
 
 def tsallis_entropy_term(p, alpha):
-    """-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6)."""
+    """-p log_{2-alpha}(p) / alpha; summed it is H_alpha (eq 6). At p = 0: 0, with the one-sided slope there as its gradient for alpha > 1 (+oo below: 0)."""
     xp, (p, alpha) = _xs.arrays(p, alpha)
     _t0 = xp.where(p > 0, p, 1)
     _t1 = xp.log(_t0)
-    return xp.where((p > 0), -_t0*_t1*_xs.exprel(_t1*(alpha - 1))/alpha, 0)
+    _t2 = xp.where(alpha > 1, alpha, 2)
+    return xp.where((p > 0), -_t0*_t1*_xs.exprel(_t1*(alpha - 1))/alpha, xp.where((alpha > 1), p/(_t2*(_t2 - 1)), 0))
 
 
 def log_exp_beta(u, beta):
