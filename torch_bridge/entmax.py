@@ -36,7 +36,6 @@ from torch import nn
 from torch_bridge.basis import constant_float
 from torch_bridge.discrete import _check_dim, _check_input, _check_reduction, _check_target
 from tsallis.core import discrete as _core
-from tsallis.core._generated import deformed as _deformed
 
 __all__ = [
     "Entmax",
@@ -429,8 +428,9 @@ def _fenchel_young(
     pairing, entropy_p, entropy_y = terms
     a = alpha if isinstance(alpha, float) else alpha.to(x.dtype)
     rows = torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
-    excluded = (x == float("-inf")) & (p == y)
-    zeros = torch.zeros_like(x)
+    if pairing or entropy_y:
+        excluded = (x == float("-inf")) & (p == y)
+        zeros = torch.zeros_like(x)
     if pairing:
         rows = rows + ((p - y) * torch.where(excluded, zeros, x)).sum(-1)
     if entropy_p:
@@ -497,8 +497,9 @@ def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:
 
 
 def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
-    """H_alpha(p) along the last axis (the generated Tsallis entropy terms, summed)."""
-    return _deformed.tsallis_entropy_term(p, alpha).sum(-1)
+    """H_alpha(p) along the last axis (the generated Tsallis entropy terms, summed;
+    _core.entropy_rows: on the support alone where that pays)."""
+    return _core.entropy_rows(p, alpha)
 
 
 def sparsemax_loss(
