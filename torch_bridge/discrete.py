@@ -261,6 +261,16 @@ def _check_reduction(reduction: object, allowed: tuple[str, ...] = _REDUCTIONS) 
         raise ValueError(f"reduction must be one of {allowed}, got {reduction!r}")
 
 
+def _transformed(*tensors: torch.Tensor | None) -> bool:
+    """Whether torch.func wraps one of these (vmap's batched or grad's tracked tensors):
+    entmax then goes through its Function, whose forward sees the plain tensors, and
+    the checks that read values on the host are skipped, as under torch.compile."""
+    if torch.compiler.is_compiling():  # (Dynamo does not trace the check; False there)
+        return False
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    return wrapped is not None and any(t is not None and wrapped(t) for t in tensors)
+
+
 def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_index: int) -> None:
     """TypeError / ValueError for a target F.nll_loss would reject with another type (the
     class values are checked in eager mode only: under torch.compile a host read would
@@ -279,7 +289,7 @@ def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_i
         )
     if target.device != logits.device:
         raise ValueError(f"target is on {target.device} but logits are on {logits.device}")
-    if torch.compiler.is_compiling():  # the value check reads the host: eager mode only
+    if torch.compiler.is_compiling() or _transformed(target):  # (a host read: eager only)
         return
     classes = logits.shape[class_dim]
     counted = target[target != ignore_index]

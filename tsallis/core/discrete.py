@@ -2691,6 +2691,37 @@ def entmax_alpha_gradient(
     return dz, g_a - gs * xp.sum(a, axis=-1, keepdims=True) / total
 
 
+def entmax_tangent(p: Array, dz: Array, alpha: float | Array, dalpha: Array | None = None) -> Array:
+    """The forward-mode derivative of alpha-entmax over the last axis: J dz + (dp/dalpha)
+    dalpha. J = Diag(s) - s s^T / sum(s) is symmetric, so J dz is the backward's form at
+    dz (entmax_alpha_gradient); dp/dalpha = a - s sum(a) / sum(s), a the generated dp/dalpha
+    at a fixed threshold (derivations/discrete.py).
+
+    Args:
+        p: entmax(z, alpha), (..., K).
+        dz: the scores' tangent, (..., K).
+        alpha: a float, or an array (..., 1) (one per row).
+        dalpha: alpha's tangent (..., 1), or None.
+
+    Returns:
+        p's tangent, (..., K).
+
+    Examples:
+        >>> import numpy as np
+        >>> entmax_tangent(np.array([0.25, 0.75]), np.array([1.0, 0.0]), 1.0)
+        array([ 0.1875, -0.1875])
+    """
+    tangent = entmax_alpha_gradient(p, dz, alpha, False)[0]
+    if dalpha is None:
+        return tangent
+    xp = _xs.namespace(p)
+    s = gppr_weights(p, alpha)
+    a = _alpha_partial_on_support(p, alpha)
+    total = xp.sum(s, axis=-1, keepdims=True)
+    total = xp.where(total > 0, total, 1.0)
+    return tangent + dalpha * (a - s * xp.sum(a, axis=-1, keepdims=True) / total)
+
+
 def _centered_at_largest(grad: Array, s: Array) -> Array:
     """grad less its value at each row's largest slope s (a fresh array). The gppr
     backward is the same for grad shifted per row (dL/dz sums to 0), but above alpha = 2
@@ -2734,7 +2765,7 @@ def _alpha_partial(p: Array, alpha: float | Array) -> Array:
     return _xs.namespace(p).where(alpha > 2, above, _quietly(gen.entmax_alpha_partial, p, alpha))
 
 
-def entropy_rows(p: Array, alpha: float | Array) -> Array:
+def entropy_rows(p: Array, alpha: float | Array, on_support: bool = True) -> Array:
     """H_alpha(p) over the last axis (Martins 2020 eq 6): the generated
     tsallis_entropy_term, summed. Where nothing differentiates p (a NumPy array, or a
     tensor in eager mode on the CPU that autograd does not track) at a Python-float
@@ -2746,6 +2777,8 @@ def entropy_rows(p: Array, alpha: float | Array) -> Array:
     Args:
         p: probabilities (..., K), >= 0.
         alpha: a real > 0, or an array broadcasting to p with size 1 on the last axis.
+        on_support: whether the support's entries alone may be taken (False: a caller's
+            transform, such as torch.func.vmap, forbids the host read of their count).
 
     Returns:
         H_alpha(p), shape (...).
@@ -2756,10 +2789,10 @@ def entropy_rows(p: Array, alpha: float | Array) -> Array:
         0.25
     """
     xp = _xs.namespace(p)
-    if isinstance(alpha, float) and _eager_cpu(p) and _xs._undifferentiated(p) and p.ndim:
+    if on_support and isinstance(alpha, float) and _eager_cpu(p) and _xs._undifferentiated(p):
         on = p > 0
         count = int(xp.sum(xp.astype(on, xp.int64)))
-        if 2 * count <= math.prod(p.shape):
+        if p.ndim and 2 * count <= math.prod(p.shape):
             terms = xp.zeros_like(p)
             terms[on] = _deformed.tsallis_entropy_term(p[on], alpha)
             return xp.sum(terms, axis=-1)
