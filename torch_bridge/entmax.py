@@ -346,6 +346,16 @@ class _TransformableEntmax(torch.autograd.Function):
         return outputs, tuple(None if t is None else 0 for t in outputs)
 
 
+def _dual(*tensors: torch.Tensor | None) -> bool:
+    """Whether one of these carries a forward-mode tangent (torch.autograd.forward_ad):
+    the map then takes _TransformableEntmax, which has a jvp (the plain paths would
+    drop the tangent)."""
+    if torch.compiler.is_compiling():
+        return False
+    unpack = torch.autograd.forward_ad.unpack_dual
+    return any(t is not None and unpack(t).tangent is not None for t in tensors)
+
+
 def entmax(
     x: torch.Tensor,
     alpha: float | torch.Tensor = 1.5,
@@ -392,7 +402,7 @@ def entmax(
     needs = torch.is_grad_enabled() and (
         x.requires_grad or (alpha_tensor is not None and alpha_tensor.requires_grad)
     )
-    if _transformed(x, alpha_tensor, mask):  # (torch.func; never under torch.compile)
+    if _transformed(x, alpha_tensor, mask) or _dual(x, alpha_tensor):  # (not compiled)
         p = _TransformableEntmax.apply(x, alpha_tensor, dim, scalar, mask)[0]
     elif needs:
         # the lean Function otherwise: the transformable one's extra outputs cost
