@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -576,47 +577,43 @@ class _FenchelYoungLoss(torch.autograd.Function):
     def jvp(ctx, x_tangent, y_tangent, alpha_tangent, *_):  # noqa: ANN001, ANN002, ANN205
         """Forward mode: the rows' tangent by torch.func at p held fixed (p optimal)."""
         x, y, alpha_tensor, p = ctx.saved_tensors
-        a = ctx.alpha if alpha_tensor is None else alpha_tensor
-        given = [(t, d) for t, d in ((x, x_tangent), (y, y_tangent), (alpha_tensor, alpha_tangent))]
-        moving = [i for i, (t, d) in enumerate(given) if t is not None and d is not None]
-        inputs = [x, y, alpha_tensor]
-
-        def rows(*chosen: torch.Tensor) -> torch.Tensor:
-            values = list(inputs)
-            for i, t in zip(moving, chosen, strict=True):
-                values[i] = t
-            alpha_value = a if values[2] is None else values[2]
-            return _fenchel_young(values[0], values[1], alpha_value, p, (True, True, True))
-
+        inputs, tangents = [x, y, alpha_tensor], [x_tangent, y_tangent, alpha_tangent]
+        moving = [i for i in range(3) if inputs[i] is not None and tangents[i] is not None]
         if not moving:
             return torch.zeros(x.shape[:-1], dtype=x.dtype, device=x.device)
+        rows = _rows_in(ctx, inputs, moving, p)
         primals = tuple(inputs[i] for i in moving)
-        tangents = tuple(given[i][1] for i in moving)
-        return torch.func.jvp(rows, primals, tangents)[1]
+        return torch.func.jvp(rows, primals, tuple(tangents[i] for i in moving))[1]
 
     @staticmethod
     def backward(ctx, grad):  # noqa: ANN001, ANN205
         x, y, alpha_tensor, p = ctx.saved_tensors
-        a = ctx.alpha if alpha_tensor is None else alpha_tensor
         if torch.is_grad_enabled():  # (create_graph) p tied to x and alpha
-            p = entmax(x, a)
+            p = entmax(x, ctx.alpha if alpha_tensor is None else alpha_tensor)
         inputs = [x, y, alpha_tensor]
         wanted = [i for i in range(3) if ctx.needs_input_grad[i]]
-        by_x, by_y, by_alpha = (i in wanted for i in range(3))
-        terms = (by_x or by_y, by_alpha, (by_y or by_alpha) and not ctx.one_hot)
-
-        def rows(*chosen: torch.Tensor) -> torch.Tensor:
-            values = list(inputs)
-            for i, t in zip(wanted, chosen, strict=True):
-                values[i] = t
-            alpha_value = a if values[2] is None else values[2]
-            return _fenchel_young(values[0], values[1], alpha_value, p, terms)
-
-        _, pullback = torch.func.vjp(rows, *(inputs[i] for i in wanted))
+        _, pullback = torch.func.vjp(_rows_in(ctx, inputs, wanted, p), *(inputs[i] for i in wanted))
         grads = [None, None, None]
         for i, g in zip(wanted, pullback(grad), strict=True):
             grads[i] = g
         return (*grads, None, None, None)
+
+
+def _rows_in(ctx, inputs: list, chosen_at: list[int], p: torch.Tensor) -> Callable:  # noqa: ANN001
+    """_fenchel_young's rows as a function of the inputs (x, y, alpha) at ``chosen_at``,
+    the others and p held, for torch.func (the loss Function's jvp and backward): only
+    the terms that hold one of them (x alone: <p - y, x>; H_alpha(y) = 0 one-hot)."""
+    by_x, by_y, by_alpha = (i in chosen_at for i in range(3))
+    terms = (by_x or by_y, by_alpha, (by_y or by_alpha) and not ctx.one_hot)
+
+    def rows(*chosen: torch.Tensor) -> torch.Tensor:
+        values = list(inputs)
+        for i, t in zip(chosen_at, chosen, strict=True):
+            values[i] = t
+        alpha = ctx.alpha if values[2] is None else values[2]
+        return _fenchel_young(values[0], values[1], alpha, p, terms)
+
+    return rows
 
 
 def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:
