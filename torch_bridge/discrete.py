@@ -22,9 +22,13 @@ the largest row spread (one small host sync per call) in eager mode. Under
 torch.compile(fullgraph=True) torch.cond picks the robust path on the device
 and NaN or +inf input is not checked (it propagates).
 float16 and bfloat16 are computed in float32 and the result cast back.
+torch.func's transforms (vmap, grad, jacrev, jacfwd, hessian) and forward-mode dual
+tensors take the ops through a Function with a vmap rule and a jvp.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -114,6 +118,81 @@ class _EvSoftmaxFunction(torch.autograd.Function):
         return _log_softmax_backward(grad, out, ctx.dim), None, None, None, None
 
 
+class _TransformableEvSoftmax(torch.autograd.Function):
+    """_EvSoftmaxFunction in the setup_context form, with a vmap rule and forward mode, so
+    that torch.func's transforms (grad, vjp, jacrev, jacfwd, hessian, vmap) and dual
+    tensors of torch.autograd.forward_ad take it. A vmapped call is one call on the
+    batch (its plain values: the fast logits and the NaN check run as in eager mode). The
+    backward and the jvp are eq 9's, written out (they run on batched values under
+    vmap); entries whose output is 0 (log: -inf) take no tangent in or out."""
+
+    @staticmethod
+    def forward(x, dim, mask, eps, log):  # noqa: ANN001, ANN205
+        return _forward(x, dim, mask, eps, log)[0]
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):  # noqa: ANN001, ANN205
+        ctx.save_for_backward(output)
+        ctx.save_for_forward(output)
+        ctx.dim, ctx.log = inputs[1], inputs[4]
+
+    @staticmethod
+    def backward(ctx, grad):  # noqa: ANN001, ANN205
+        (out,) = ctx.saved_tensors
+        return _eq9(grad, out, ctx.dim, ctx.log), None, None, None, None
+
+    @staticmethod
+    def jvp(ctx, x_tangent, *_):  # noqa: ANN001, ANN002, ANN205
+        """eq 9 is symmetric (the backward's form); log's Jacobian, I - 1 p^T, is not."""
+        (out,) = ctx.saved_tensors
+        return _eq9(x_tangent, out, ctx.dim, ctx.log, forward=True)
+
+    @staticmethod
+    def vmap(info, in_dims, x, dim, mask, eps, log):  # noqa: ANN001, ANN205
+        """One call on the batch (batch dimension first): the map is row by row along dim."""
+        size = info.batch_size
+        x_dim, _, mask_dim, _, _ = in_dims
+        rank = x.dim() - (x_dim is not None)  # (x's own rank, without the batch)
+        xb = x.movedim(x_dim, 0) if x_dim is not None else x.expand(size, *x.shape)
+        if mask is not None and mask_dim is not None:  # (masks broadcast from the right)
+            mask = mask.movedim(mask_dim, 0)
+            mask = mask.reshape(size, *([1] * (rank - (mask.dim() - 1))), *mask.shape[1:])
+        axis = dim if dim < 0 else dim + 1
+        return _TransformableEvSoftmax.apply(xb, axis, mask, eps, log), 0
+
+
+def _eq9(
+    grad: torch.Tensor, out: torch.Tensor, dim: int, log: bool, forward: bool = False
+) -> torch.Tensor:
+    """eq 9's Jacobian J applied to ``grad``: out (grad - <out, grad>) (J is symmetric);
+    for log-outputs, J = I - 1 p^T: grad - p sum(grad) (``grad`` J, the backward) or
+    grad - <p, grad> (J ``grad``, ``forward``). Entries with output 0 (log: -inf)
+    neither give nor take."""
+    if not log:
+        grad = grad.masked_fill(out == 0, 0.0)
+        return out * (grad - (out * grad).sum(dim, keepdim=True))
+    constant = out == float("-inf")
+    grad, p = grad.masked_fill(constant, 0.0), out.exp()
+    if forward:
+        return (grad - (p * grad).sum(dim, keepdim=True)).masked_fill(constant, 0.0)
+    return (grad - p * grad.sum(dim, keepdim=True)).masked_fill(constant, 0.0)
+
+
+def _robust_branch(pred: torch.Tensor, cheap: Callable, full: Callable, operands: tuple) -> tuple:
+    """ev_logits's branch under vmap (its choice would read batched values): the robust
+    logits, valid for every row."""
+    return full(*operands)
+
+
+def _dual(*tensors: torch.Tensor | None) -> bool:
+    """Whether one of these carries a forward-mode tangent (torch.autograd.forward_ad):
+    the maps then take their Functions with a jvp (the plain paths would drop it)."""
+    if torch.compiler.is_compiling():
+        return False
+    unpack = torch.autograd.forward_ad.unpack_dual
+    return any(t is not None and unpack(t).tangent is not None for t in tensors)
+
+
 def _forward(
     x: torch.Tensor, dim: int, mask: torch.Tensor | None, eps: float, log: bool
 ) -> tuple[torch.Tensor, bool]:
@@ -121,6 +200,8 @@ def _forward(
     valid = None if mask is None else mask.expand_as(x)
     compiling = torch.compiler.is_compiling()
     branch = _compile.device_branch if compiling else None
+    if _transformed(x, mask):  # (vmap's batched values: no host read) the robust logits
+        branch, compiling = _robust_branch, True
     y, empty = _core.ev_logits(x, valid, eps, axis=dim, branch=branch, check=not compiling)
     out = torch.log_softmax(y, dim) if log else torch.softmax(y, dim)
     if empty is not None:
@@ -135,7 +216,9 @@ def _apply(
     dim = _check_dim(x, dim)
     eps = real_at_least("eps", constant_float(eps), 0.0)
     work = x.float() if x.dtype in _HALF else x
-    if torch.is_grad_enabled() and work.requires_grad:
+    if _transformed(work, mask) or _dual(work):  # (never under torch.compile)
+        out = _TransformableEvSoftmax.apply(work, dim, mask, eps, log)
+    elif torch.is_grad_enabled() and work.requires_grad:
         out = _EvSoftmaxFunction.apply(work, dim, mask, eps, log)
     else:  # no graph to build: skip the Function's dispatch (about 20 us)
         out, _ = _forward(work, dim, mask, eps, log)

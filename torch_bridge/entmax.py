@@ -40,6 +40,7 @@ from torch_bridge.discrete import (
     _check_input,
     _check_reduction,
     _check_target,
+    _dual,
     _transformed,
 )
 from tsallis.core import discrete as _core
@@ -345,16 +346,6 @@ class _TransformableEntmax(torch.autograd.Function):
         axis = dim if dim < 0 else dim + 1
         outputs = _TransformableEntmax.apply(xb, alpha_b, axis, alpha, mask_b)
         return outputs, tuple(None if t is None else 0 for t in outputs)
-
-
-def _dual(*tensors: torch.Tensor | None) -> bool:
-    """Whether one of these carries a forward-mode tangent (torch.autograd.forward_ad):
-    the map then takes _TransformableEntmax, which has a jvp (the plain paths would
-    drop the tangent)."""
-    if torch.compiler.is_compiling():
-        return False
-    unpack = torch.autograd.forward_ad.unpack_dual
-    return any(t is not None and unpack(t).tangent is not None for t in tensors)
 
 
 def entmax(
