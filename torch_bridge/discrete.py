@@ -150,15 +150,29 @@ class _TransformableEvSoftmax(torch.autograd.Function):
     @staticmethod
     def vmap(info, in_dims, x, dim, mask, eps, log):  # noqa: ANN001, ANN205
         """One call on the batch (batch dimension first): the map is row by row along dim."""
-        size = info.batch_size
         x_dim, _, mask_dim, _, _ = in_dims
-        rank = x.dim() - (x_dim is not None)  # (x's own rank, without the batch)
-        xb = x.movedim(x_dim, 0) if x_dim is not None else x.expand(size, *x.shape)
-        if mask is not None and mask_dim is not None:  # (masks broadcast from the right)
-            mask = mask.movedim(mask_dim, 0)
-            mask = mask.reshape(size, *([1] * (rank - (mask.dim() - 1))), *mask.shape[1:])
+        xb, batched = _batch_first(x, x_dim, info.batch_size)
         axis = dim if dim < 0 else dim + 1
-        return _TransformableEvSoftmax.apply(xb, axis, mask, eps, log), 0
+        return _TransformableEvSoftmax.apply(xb, axis, batched(mask, mask_dim), eps, log), 0
+
+
+def _batch_first(
+    x: torch.Tensor, x_dim: int | None, size: int
+) -> tuple[torch.Tensor, Callable[[torch.Tensor | None, int | None], torch.Tensor | None]]:
+    """For a vmap rule: x with vmap's batch dimension first (expanded where x is not
+    batched), and a function that does the same to an input that broadcasts to x from
+    the right (a mask, a per-row alpha), padding it to x's rank; inputs that are not
+    batched broadcast as they are."""
+    rank = x.dim() - (x_dim is not None)  # (x's own rank, without the batch)
+    first = x.movedim(x_dim, 0) if x_dim is not None else x.expand(size, *x.shape)
+
+    def batched(t: torch.Tensor | None, axis: int | None) -> torch.Tensor | None:
+        if t is None or axis is None:
+            return t
+        t = t.movedim(axis, 0)
+        return t.reshape(size, *([1] * (rank - (t.dim() - 1))), *t.shape[1:])
+
+    return first, batched
 
 
 def _eq9(

@@ -36,6 +36,7 @@ from torch import nn
 
 from torch_bridge.basis import constant_float
 from torch_bridge.discrete import (
+    _batch_first,
     _check_dim,
     _check_input,
     _check_reduction,
@@ -327,19 +328,8 @@ class _TransformableEntmax(torch.autograd.Function):
     @staticmethod
     def vmap(info, in_dims, x, alpha_tensor, dim, alpha, mask):  # noqa: ANN001, ANN205
         """One call on the batch (batch dimension first): entmax is row by row along dim."""
-        size = info.batch_size
         x_dim, alpha_dim, _, _, mask_dim = in_dims
-        rank = x.dim() - (x_dim is not None)  # (x's own rank, without the batch)
-        xb = x.movedim(x_dim, 0) if x_dim is not None else x.expand(size, *x.shape)
-
-        def batched(t: torch.Tensor | None, axis: int | None) -> torch.Tensor | None:
-            """alpha or mask with the batch first, padded to x's rank (they broadcast
-            from the right); unbatched ones broadcast as they are."""
-            if t is None or axis is None:
-                return t
-            t = t.movedim(axis, 0)
-            return t.reshape(size, *([1] * (rank - (t.dim() - 1))), *t.shape[1:])
-
+        xb, batched = _batch_first(x, x_dim, info.batch_size)
         alpha_b, mask_b = batched(alpha_tensor, alpha_dim), batched(mask, mask_dim)
         if alpha_b is not None and alpha_dim is None:  # (alpha has x's rank: see _alpha)
             alpha_b = alpha_b.unsqueeze(0)
