@@ -214,8 +214,8 @@ def _forward(
     valid = None if mask is None else mask.expand_as(x)
     compiling = torch.compiler.is_compiling()
     branch = _compile.device_branch if compiling else None
-    if _transformed(x, mask):  # (vmap's batched values: no host read) the robust logits
-        branch, compiling = _robust_branch, True
+    if _transformed(x, mask) or (compiling and _batched(x)):  # the robust logits (vmap's
+        branch, compiling = _robust_branch, True  # batched values: no host read, no cond)
     y, empty = _core.ev_logits(x, valid, eps, axis=dim, branch=branch, check=not compiling)
     out = torch.log_softmax(y, dim) if log else torch.softmax(y, dim)
     if empty is not None:
@@ -366,6 +366,13 @@ def _transformed(*tensors: torch.Tensor | None) -> bool:
         return False
     wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
     return wrapped is not None and any(t is not None and wrapped(t) for t in tensors)
+
+
+def _batched(x: torch.Tensor) -> bool:
+    """Whether vmap batches x, under torch.compile too (Dynamo traces this check, not
+    _transformed's): torch.cond does not run under a compiled vmap."""
+    batched = getattr(torch._C._functorch, "is_batchedtensor", None)
+    return batched is not None and bool(batched(x))
 
 
 def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_index: int) -> None:

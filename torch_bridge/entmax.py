@@ -37,6 +37,7 @@ from torch import nn
 from torch_bridge.basis import constant_float
 from torch_bridge.discrete import (
     _batch_first,
+    _batched,
     _check_dim,
     _check_input,
     _check_reduction,
@@ -384,6 +385,13 @@ def entmax(
     needs = torch.is_grad_enabled() and (
         x.requires_grad or (alpha_tensor is not None and alpha_tensor.requires_grad)
     )
+    if torch.compiler.is_compiling() and _batched(x):
+        # the compiled map writes into buffers (out=), which vmap does not batch; the
+        # Function with a vmap rule is not traced by Dynamo (it has a jvp)
+        raise NotImplementedError(
+            "entmax and sparsemax do not run under torch.compile of torch.func.vmap:"
+            " apply vmap outside the compiled function, or compile without vmap"
+        )
     if _transformed(x, alpha_tensor, mask) or _dual(x, alpha_tensor):  # (not compiled)
         p = _TransformableEntmax.apply(x, alpha_tensor, dim, scalar, mask)[0]
     elif needs:
