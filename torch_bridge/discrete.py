@@ -37,6 +37,7 @@ from torch import nn
 from torch_bridge import _compile
 from torch_bridge.basis import constant_float
 from tsallis.core import discrete as _core
+from tsallis.core.arrays import functorch_wrapped
 from tsallis.core.validation import real_at_least
 
 __all__ = ["EvSoftmax", "LogEvSoftmax", "ev_softmax", "ev_softmax_nll_loss", "log_ev_softmax"]
@@ -362,10 +363,7 @@ def _transformed(*tensors: torch.Tensor | None) -> bool:
     """Whether torch.func wraps one of these (vmap's batched or grad's tracked tensors):
     entmax then goes through its Function, whose forward sees the plain tensors, and
     the checks that read values on the host are skipped, as under torch.compile."""
-    if torch.compiler.is_compiling():  # (Dynamo does not trace the check; False there)
-        return False
-    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
-    return wrapped is not None and any(t is not None and wrapped(t) for t in tensors)
+    return any(t is not None and functorch_wrapped(t) for t in tensors)  # (compiled: False)
 
 
 def _batched(x: torch.Tensor) -> bool:

@@ -91,9 +91,11 @@ def _check(x: torch.Tensor, dim: int, mask: torch.Tensor | None) -> int:
 def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | torch.Tensor:
     """alpha as a Python float, or as a tensor with x's number of dimensions (leading ones
     added) broadcasting to x with size 1 along dim. A 0-dim tensor that needs a gradient
-    (a learned alpha) stays a tensor; other 0-dim tensors become floats."""
-    if isinstance(alpha, torch.Tensor) and alpha.dim() == 0 and alpha.requires_grad:
-        alpha = alpha.reshape((1,) * x.dim())
+    (a learned alpha) or that torch.func wraps (vmap over an ensemble's stacked alphas,
+    grad in one) stays a tensor; other 0-dim tensors become floats."""
+    if isinstance(alpha, torch.Tensor) and alpha.dim() == 0:
+        if alpha.requires_grad or _transformed(alpha):
+            alpha = alpha.reshape((1,) * x.dim())
     if isinstance(alpha, torch.Tensor) and alpha.dim() > 0:
         if not alpha.is_floating_point():
             raise TypeError(f"alpha must be a floating-point tensor, got {alpha.dtype}")

@@ -39,6 +39,7 @@ __all__ = [
     "exp_flushed",
     "expm1",
     "exprel",
+    "functorch_wrapped",
     "index_add",
     "index_max",
     "lgamma",
@@ -452,7 +453,8 @@ def _numpy_viewable_pair(x: Any, out: Any) -> bool:
     if x.device.type != "cpu" or out.device.type != "cpu" or torch.compiler.is_compiling():
         return False
     contiguous = x.is_contiguous() and out.is_contiguous()
-    return contiguous and not (x.requires_grad or out.requires_grad)
+    plain = not (functorch_wrapped(x) or functorch_wrapped(out))
+    return contiguous and plain and not (x.requires_grad or out.requires_grad)
 
 
 def cbrt_into(x: Array, out: Array) -> Array:
@@ -873,6 +875,26 @@ def edge_exp(x: Array) -> Array:
 def _torch_compiling(x: Array) -> bool:
     """Whether x is a tensor that torch.compile is tracing (torch is loaded if x is one)."""
     return is_torch_array(x) and sys.modules["torch"].compiler.is_compiling()
+
+
+def functorch_wrapped(x: Array) -> bool:
+    """Whether x is a tensor that torch.func wraps (vmap's batched or grad's tracked
+    values, as a Function's backward sees them under vmap(grad(...))): it has no NumPy
+    view and its values may not be read on the host. False under torch.compile, whose
+    Dynamo does not trace the check (the compiled paths read nothing on the host).
+
+    Examples:
+        >>> import numpy as np
+        >>> functorch_wrapped(np.zeros(2))
+        False
+    """
+    if not is_torch_array(x):
+        return False
+    torch = sys.modules["torch"]
+    if torch.compiler.is_compiling():
+        return False
+    wrapped = getattr(torch._C._functorch, "is_functorch_wrapped_tensor", None)
+    return wrapped is not None and bool(wrapped(x))
 
 
 def _edge_tail(

@@ -71,9 +71,11 @@ def normalized(logits: Array, log: bool = False) -> Array:
 
 
 def _eager_cpu(z: Array) -> bool:
-    """Whether z is a NumPy array, or a CPU tensor outside torch.compile (host reads and
-    NumPy views allowed)."""
-    return not is_torch_array(z) or (z.device.type == "cpu" and not _xs._torch_compiling(z))
+    """Whether z is a NumPy array, or a CPU tensor outside torch.compile and not wrapped
+    by torch.func (host reads and NumPy views allowed)."""
+    if not is_torch_array(z):
+        return True
+    return z.device.type == "cpu" and not _xs._torch_compiling(z) and not _xs.functorch_wrapped(z)
 
 
 def _numpy_viewable(z: Array) -> bool:
