@@ -1556,6 +1556,16 @@ def test_torch_func_ensembles_with_learned_alphas():
         (entmax(v, a) * weight).sum().backward()
         assert (d_rows[i] - v.grad).abs().max() <= 1e-15 * max(1.0, v.grad.abs().max())
         assert abs(d_alphas[i].item() - a.grad.item()) <= 1e-15 * max(1.0, abs(a.grad.item()))
+    # dp/dalpha per sample, both ways (reverse: the backward's in-place product under two
+    # vmap levels raised before)
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        reverse = func.vmap(func.jacrev(entmax, argnums=1))(rows, alphas)
+        forward = func.vmap(func.jacfwd(entmax, argnums=1))(rows, alphas)
+    for i in range(4):
+        plain = torch.autograd.functional.jacobian(lambda a, i=i: entmax(rows[i], a), alphas[i])
+        assert (reverse[i] - plain).abs().max() <= 1e-15 * max(1.0, plain.abs().max())
+        assert (forward[i] - plain).abs().max() <= 1e-15 * max(1.0, plain.abs().max())
 
 
 def test_alpha_gradient_matches_central_differences_of_mpmath():

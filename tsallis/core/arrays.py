@@ -708,7 +708,9 @@ def replace_at_most(x: Array, limit: float, value: float) -> Array:
 
 
 def subtract_product(target: Array, x: Array, y: Array) -> Array:
-    """target - x y into target, in place (Torch: addcmul_, one pass; y broadcasts).
+    """target - x y into target, in place (Torch: addcmul_, one pass; y broadcasts), and
+    returned; a fresh array where torch.func wraps one of them (vmap batches no in-place
+    operation whose operands are batched at more levels than its target).
 
     Examples:
         >>> import numpy as np
@@ -716,6 +718,8 @@ def subtract_product(target: Array, x: Array, y: Array) -> Array:
         array([0. , 1.5])
     """
     if is_torch_array(target):
+        if any(functorch_wrapped(v) for v in (target, x, y)):
+            return target - x * y
         return target.addcmul_(x, -y)
     return np.subtract(target, x * y, out=target)
 

@@ -2685,7 +2685,7 @@ def entmax_alpha_gradient(
         # 1000): 0.51 ms against 0.67 for s (g - <s, g> / sum s))
         dz = lib.multiply(grad, s)
         gs = xp.sum(dz, axis=-1, keepdims=True)
-        _xs.subtract_product(dz, s, gs / total)
+        dz = _xs.subtract_product(dz, s, gs / total)
         if not with_alpha:
             return dz, None
     a = _alpha_partial_on_support(p, alpha)
