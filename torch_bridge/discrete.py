@@ -361,8 +361,9 @@ def _check_reduction(reduction: object, allowed: tuple[str, ...] = _REDUCTIONS) 
 
 def _transformed(*tensors: torch.Tensor | None) -> bool:
     """Whether torch.func wraps one of these (vmap's batched or grad's tracked tensors):
-    entmax then goes through its Function, whose forward sees the plain tensors, and
-    the checks that read values on the host are skipped, as under torch.compile."""
+    the maps then go through their Functions with a vmap rule, whose forward sees the
+    plain tensors, and the checks that read values on the host are skipped, as under
+    torch.compile."""
     return any(t is not None and functorch_wrapped(t) for t in tensors)  # (compiled: False)
 
 
