@@ -36,6 +36,7 @@ from torch import nn
 
 from torch_bridge import _compile
 from torch_bridge.basis import constant_float
+from tsallis.core import arrays as _xs
 from tsallis.core import discrete as _core
 from tsallis.core.arrays import functorch_wrapped
 from tsallis.core.validation import real_at_least
@@ -183,9 +184,9 @@ def _eq9(
     for log-outputs, J = I - 1 p^T: grad - p sum(grad) (``grad`` J, the backward) or
     grad - <p, grad> (J ``grad``, ``forward``). Entries with output 0 (log: -inf)
     neither give nor take."""
-    if not log:
-        grad = grad.masked_fill(out == 0, 0.0)
-        return out * (grad - (out * grad).sum(dim, keepdim=True))
+    if not log:  # (the core's softmax backward, along the last axis)
+        grad = grad.masked_fill(out == 0, 0.0).movedim(dim, -1)
+        return _xs.softmax_backward(grad, out.movedim(dim, -1)).movedim(-1, dim)
     constant = out == float("-inf")
     grad, p = grad.masked_fill(constant, 0.0), out.exp()
     if forward:
