@@ -1417,14 +1417,16 @@ def test_compiled_vmap_falls_back_or_says_why():
     torch._dynamo.reset()
     x = torch.randn(4, 3, 7, generator=torch.Generator().manual_seed(5))
     target = torch.zeros(3, dtype=torch.long)
+    alphas = torch.rand(4, 3, 1, generator=torch.Generator().manual_seed(6)) + 1.1
     ops = (lambda v: entmax(v, 1.5), sparsemax, lambda v: entmax_loss(v, target, 1.3))
-    for op in ops:
-        want = func.vmap(op)(x)
-        got = torch.compile(func.vmap(op))(x)
+    cases = [(op, x) for op in ops] + [(lambda a: entmax(x[0], a), alphas)]  # (alpha batched)
+    for op, batch in cases:
+        want = func.vmap(op)(batch)
+        got = torch.compile(func.vmap(op))(batch)
         assert (got - want).abs().max() <= 1e-6
         torch._dynamo.reset()
         with pytest.raises(Exception, match="apply vmap outside the compiled function"):
-            torch.compile(func.vmap(op), fullgraph=True)(x)
+            torch.compile(func.vmap(op), fullgraph=True)(batch)
 
 
 def test_torch_func_transforms():

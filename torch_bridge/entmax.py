@@ -387,7 +387,7 @@ def entmax(
     needs = torch.is_grad_enabled() and (
         x.requires_grad or (alpha_tensor is not None and alpha_tensor.requires_grad)
     )
-    if torch.compiler.is_compiling() and _batched(x):
+    if torch.compiler.is_compiling() and any(_batched(t) for t in (x, alpha_tensor, mask)):
         # the compiled map writes into buffers (out=), which vmap does not batch; the
         # Function with a vmap rule is not traced by Dynamo (it has a jvp)
         raise NotImplementedError(
@@ -625,7 +625,7 @@ def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:
 def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
     """H_alpha(p) along the last axis (the generated Tsallis entropy terms, summed;
     _core.entropy_rows: on the support alone where that pays)."""
-    return _core.entropy_rows(p, alpha, on_support=not _transformed(p))
+    return _core.entropy_rows(p, alpha)
 
 
 def sparsemax_loss(
