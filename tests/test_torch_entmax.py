@@ -1429,6 +1429,49 @@ def test_compiled_vmap_falls_back_or_says_why():
             torch.compile(func.vmap(op), fullgraph=True)(batch)
 
 
+def test_compiled_shape_errors_are_value_errors():
+    """A mask or a per-row alpha of the wrong shape, and continuous attention's loc and
+    scale that do not broadcast, raise the eager ValueError under torch.compile too (the
+    shape check is plain Python, tsallis.core.validation.broadcast_shape). Before, a
+    failing torch.broadcast_shapes inside try/except became Dynamo's TorchRuntimeError;
+    with fullgraph=True Torch reports the ValueError inside its own error."""
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    x = torch.randn(6, 9, generator=torch.Generator().manual_seed(40))
+    basis = GaussianRBF(torch.linspace(0.0, 1.0, 4), torch.full((4,), 0.2))
+    bad = (
+        (lambda: entmax(x, torch.rand(1, 6) + 1.1, dim=0), "alpha of shape"),
+        (lambda: entmax(x, 1.5, mask=torch.ones(3, 9, dtype=torch.bool)), "mask of shape"),
+        (lambda: sparsemax(x, mask=torch.ones(9, 1, dtype=torch.bool)), "mask of shape"),
+        (lambda: continuous_attention(torch.zeros(3), torch.ones(2), basis), "must broadcast"),
+    )
+    for call, words in bad:
+        with pytest.raises(ValueError, match=words):
+            call()
+        torch._dynamo.reset()
+        with pytest.raises(ValueError, match=words):
+            torch.compile(call)()
+        torch._dynamo.reset()
+        with pytest.raises(Exception, match=words):
+            torch.compile(call, fullgraph=True)()
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 3), min_size=0, max_size=4).map(tuple), min_size=1, max_size=3)
+)
+@settings(max_examples=300, deadline=None)
+def test_broadcast_shape_is_numpys(shapes):
+    """broadcast_shape agrees with np.broadcast_shapes: the same shape, or None where
+    NumPy raises."""
+    from tsallis.core.validation import broadcast_shape
+
+    try:
+        want = tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        want = None
+    assert broadcast_shape(*shapes) == want
+
+
 def test_torch_func_transforms():
     """torch.func over the maps and losses (float64): vmap (also along another dim, with a
     batched per-row alpha and mask), per-sample gradients vmap(grad), jacrev, jacfwd and
@@ -1877,8 +1920,12 @@ def test_bad_input_raises():
         entmax(torch.zeros(2, 3), torch.tensor([[1.5], [-1.0]]))
     with pytest.raises(ValueError, match="alpha"):
         entmax(torch.zeros(2, 3), torch.ones(3, 1))
-    with pytest.raises(TypeError, match="x must be"):
+    with pytest.raises(TypeError, match=r"x must be a floating-point tensor, got a torch\.int64"):
         entmax(torch.zeros(3, dtype=torch.int64))
+    with pytest.raises(TypeError, match="got ndarray"):
+        sparsemax(np.zeros(3))
+    with pytest.raises(ValueError, match="at least one dimension, got a 0-d tensor"):
+        entmax(torch.tensor(1.0), 1.5)
     with pytest.raises(ValueError, match="dim"):
         sparsemax(torch.zeros(3), dim=1)
     with pytest.raises(ValueError, match="reduction"):

@@ -50,7 +50,7 @@ from torch_bridge.attention_2d import _attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
 from tsallis.core import window
 from tsallis.core.tuning import FLOAT32, FLOAT64, HOST_ELEMENTS, ROW_CHUNK, Accuracy, closed_k
-from tsallis.core.validation import real_at_least
+from tsallis.core.validation import broadcast_shape, real_at_least
 
 __all__ = [
     "ContinuousAttention",
@@ -105,16 +105,12 @@ def loc_scale_from_natural(
             raise ValueError("theta1 must be finite (no NaN or inf)")
         if not bool(torch.isfinite(t2).all()):
             raise ValueError("theta2 must be finite (no NaN or inf)")
-    try:
-        if two_d:
-            torch.broadcast_shapes(t1.shape[:-1], t2.shape[:-2])
-        else:
-            torch.broadcast_shapes(t1.shape, t2.shape)
-    except RuntimeError:
+    pair = (t1.shape[:-1], t2.shape[:-2]) if two_d else (t1.shape, t2.shape)
+    if broadcast_shape(*pair) is None:
         raise ValueError(
             f"theta1 {tuple(t1.shape)} and theta2 {tuple(t2.shape)} do not broadcast"
             " (1D: shapes (...,); 2D: (..., 2) and (..., 2, 2))"
-        ) from None
+        )
     if two_d:
         precision = -2 * t2
         if validating:
@@ -356,12 +352,9 @@ def _check_basis(basis: object, loc: torch.Tensor, dim: int) -> GaussianRBF:
 def _attention_1d(
     loc: torch.Tensor, scale: torch.Tensor, basis: GaussianRBF, alpha: float, validate: bool
 ) -> torch.Tensor:
-    try:
-        shape = torch.broadcast_shapes(loc.shape, scale.shape)
-    except RuntimeError:
-        raise ValueError(
-            f"loc {tuple(loc.shape)} and scale {tuple(scale.shape)} must broadcast"
-        ) from None
+    shape = broadcast_shape(loc.shape, scale.shape)
+    if shape is None:
+        raise ValueError(f"loc {tuple(loc.shape)} and scale {tuple(scale.shape)} must broadcast")
     if scale.dtype != loc.dtype or scale.device != loc.device:
         raise ValueError(
             f"scale ({scale.dtype}, {scale.device}) must match loc ({loc.dtype}, {loc.device})"

@@ -24,6 +24,7 @@ from torch_bridge._compile import branch_for, dense_for, prepare_tables
 from torch_bridge._generated import gaussian, truncated_paraboloid
 from torch_bridge.basis import check_spd
 from tsallis.core import polar
+from tsallis.core.validation import broadcast_shape
 
 _F64 = torch.float64
 MAX_ANGLES = 1 << 14
@@ -160,12 +161,11 @@ def _attention_2d(
         raise ValueError(
             f"scale ({scale.dtype}, {scale.device}) must match loc ({loc.dtype}, {loc.device})"
         )
-    try:
-        batch = torch.broadcast_shapes(loc.shape[:-1], scale.shape[:-2])
-    except RuntimeError:
+    batch = broadcast_shape(loc.shape[:-1], scale.shape[:-2])
+    if batch is None:
         raise ValueError(
             f"loc {tuple(loc.shape)} and scale {tuple(scale.shape)} batch shapes must broadcast"
-        ) from None
+        )
     if validate:
         if not bool(torch.isfinite(loc).all() & torch.isfinite(scale).all()):
             raise ValueError("loc and scale (Sigma) must be finite")

@@ -39,7 +39,7 @@ from torch_bridge.basis import constant_float
 from tsallis.core import arrays as _xs
 from tsallis.core import discrete as _core
 from tsallis.core.arrays import functorch_wrapped
-from tsallis.core.validation import real_at_least
+from tsallis.core.validation import broadcast_shape, real_at_least
 
 __all__ = ["EvSoftmax", "LogEvSoftmax", "ev_softmax", "ev_softmax_nll_loss", "log_ev_softmax"]
 
@@ -60,7 +60,9 @@ def _log_softmax_backward(grad: torch.Tensor, out: torch.Tensor, dim: int) -> to
 def _check_dim(x: torch.Tensor, dim: int) -> int:
     if not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"dim must be an int, got {dim!r}")
-    if x.dim() == 0 or not -x.dim() <= dim < x.dim():
+    if x.dim() == 0:  # (torch.softmax reads a 0-d tensor as one entry; a map here needs an axis)
+        raise ValueError("x must have at least one dimension, got a 0-d tensor (reshape to (1,))")
+    if not -x.dim() <= dim < x.dim():
         raise ValueError(f"dim must lie in [-{x.dim()}, {x.dim()}) for x of shape {tuple(x.shape)}")
     if x.shape[dim] == 0:
         raise ValueError(f"x must have at least one entry along dim {dim}")
@@ -69,18 +71,15 @@ def _check_dim(x: torch.Tensor, dim: int) -> int:
 
 def _check_input(x: torch.Tensor, mask: torch.Tensor | None) -> None:
     if not isinstance(x, torch.Tensor) or not x.is_floating_point():
-        raise TypeError(f"x must be a floating-point tensor, got {type(x).__name__}")
+        got = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"x must be a floating-point tensor, got {got}")
     if mask is None:
         return
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
         raise TypeError("mask must be a bool tensor (True = valid entry)")
     if mask.device != x.device:
         raise ValueError(f"mask is on {mask.device} but x is on {x.device}")
-    try:
-        shape = torch.broadcast_shapes(mask.shape, x.shape)
-    except RuntimeError:
-        shape = None
-    if shape != x.shape:
+    if broadcast_shape(mask.shape, x.shape) != tuple(x.shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not broadcast to x {tuple(x.shape)}"
         )

@@ -20,6 +20,7 @@ from torch_bridge._generated import beta_gaussian as _gen
 from torch_bridge.attention import loc_scale_from_natural
 from tsallis.core.arrays import mahalanobis2, namespace
 from tsallis.core.tuning import HOST_VALUES
+from tsallis.core.validation import broadcast_shape
 
 __all__ = ["BetaGaussian"]
 
@@ -118,11 +119,11 @@ def _dtype(*given: object) -> torch.dtype:
 
 def _broadcast(**shapes: torch.Size) -> torch.Size:
     """The broadcast batch shape; ValueError naming the parameters when they do not."""
-    try:
-        return torch.broadcast_shapes(*shapes.values())
-    except RuntimeError:
+    shape = broadcast_shape(*shapes.values())
+    if shape is None:
         listed = ", ".join(f"{name} {tuple(shape)}" for name, shape in shapes.items())
-        raise ValueError(f"batch shapes do not broadcast: {listed}") from None
+        raise ValueError(f"batch shapes do not broadcast: {listed}")
+    return torch.Size(shape)
 
 
 def _log_density(value, loc, factor, log_mode, inv_radius2, k, multivariate: bool, sanitize: bool):  # noqa: ANN001, ANN202
@@ -570,13 +571,11 @@ class BetaGaussian(Distribution):
                 f"value must have event shape {tuple(self._event_shape)} on the right,"
                 f" got {tuple(value.shape)}"
             )
-        try:
-            torch.broadcast_shapes(value.shape, self._batch_shape + self._event_shape)
-        except RuntimeError:
+        if broadcast_shape(value.shape, self._batch_shape + self._event_shape) is None:
             raise ValueError(
                 f"value {tuple(value.shape)} does not broadcast with batch + event shape"
                 f" {tuple(self._batch_shape + self._event_shape)}"
-            ) from None
+            )
         if bool(torch.isnan(value).any()):
             raise ValueError("value must not contain NaN")
 

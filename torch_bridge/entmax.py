@@ -46,6 +46,7 @@ from torch_bridge.discrete import (
     _transformed,
 )
 from tsallis.core import discrete as _core
+from tsallis.core.validation import broadcast_shape
 
 __all__ = [
     "Entmax",
@@ -101,11 +102,7 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
             raise TypeError(f"alpha must be a floating-point tensor, got {alpha.dtype}")
         shape = list(x.shape)
         shape[dim] = 1
-        try:
-            fits = torch.broadcast_shapes(alpha.shape, tuple(shape)) == tuple(shape)
-        except RuntimeError:
-            fits = False
-        if not fits:
+        if broadcast_shape(alpha.shape, shape) != tuple(shape):
             raise ValueError(
                 f"alpha of shape {tuple(alpha.shape)} must broadcast to {tuple(shape)}"
                 f" (x {tuple(x.shape)} with size 1 along dim {dim})"

@@ -7,6 +7,7 @@ argument and its valid range; nothing returns a silent NaN.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -133,6 +134,42 @@ def broadcast(**arrays: FloatArray) -> tuple[FloatArray, ...]:
     except ValueError:
         shapes = ", ".join(f"{k} {np.shape(v)}" for k, v in arrays.items())
         raise ValueError(f"shape mismatch: cannot broadcast {shapes}") from None
+
+
+def broadcast_shape(*shapes: Sequence[int]) -> tuple[int, ...] | None:
+    """The shape that ``shapes`` broadcast to by NumPy's rules, or None where they do not.
+
+    From the shapes alone, so that torch.compile traces it: there a failing
+    torch.broadcast_shapes inside try/except became Dynamo's own error instead of the
+    caller's ValueError. Plain loops: Dynamo did not trace max over a generator; and no
+    set of sizes: under torch.compile(dynamic=True) they may be symbolic, which compare
+    but do not hash.
+
+    Parameters:
+        shapes: sequences of non-negative ints (a tensor's ``shape``, a tuple).
+
+    Returns:
+        The broadcast shape as a tuple, or None.
+
+    Examples:
+        >>> broadcast_shape((3, 1), (4,))
+        (3, 4)
+        >>> broadcast_shape((3,), (4,)) is None
+        True
+    """
+    length = 0
+    for shape in shapes:
+        length = len(shape) if len(shape) > length else length
+    out = []
+    for axis in range(-length, 0):
+        size = 1
+        for shape in shapes:
+            if len(shape) >= -axis and shape[axis] != 1:
+                if size != 1 and shape[axis] != size:
+                    return None
+                size = shape[axis]
+        out.append(size)
+    return tuple(out)
 
 
 def covariance(
