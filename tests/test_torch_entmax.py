@@ -1456,6 +1456,62 @@ def test_compiled_shape_errors_are_value_errors():
             torch.compile(call, fullgraph=True)()
 
 
+def _compiled_value_check_cases() -> tuple:
+    """(op, bad input, the error's words) for the compiled value checks below."""
+    from torch_bridge import ev_softmax
+
+    gen = torch.Generator().manual_seed(41)
+    x = torch.randn(4, 5, generator=gen)
+    nan_x = x.clone()
+    nan_x[1, 2] = math.nan
+    inf_x = x.clone()
+    inf_x[0, 0] = math.inf
+    bad_alpha = torch.tensor([[1.5], [-1.0], [2.5], [1.2]])
+    negative = torch.rand(4, 5, generator=gen) - 0.5
+    nan_words = r"NaN( or \+inf)?"
+    return (
+        (lambda v: entmax(v, 1.3), nan_x, nan_words),
+        (lambda v: sparsemax(v), inf_x, r"\+inf"),
+        (lambda v: ev_softmax(v), nan_x, nan_words),
+        (lambda v: entmax(v, bad_alpha), x, "alpha must be finite and > 0"),
+        (lambda v: entmax_loss(v, torch.tensor([0, 1, 2, 9])), x, "target must lie in"),
+        (lambda v: sparsemax_loss(v, torch.tensor([0, -3, 2, 1])), x, "target must lie in"),
+        (lambda v: entmax_loss(v, negative), x, "finite and >= 0"),
+    )
+
+
+def _check_compiled_value_errors(**options: bool) -> None:
+    for op, value, words in _compiled_value_check_cases():
+        torch._dynamo.reset()
+        with pytest.raises(ValueError, match=words):
+            op(value)
+        with pytest.raises(RuntimeError, match=words):
+            torch.compile(op, **options)(value)
+
+
+def test_compiled_value_checks_raise_on_cpu():
+    """Under torch.compile on the CPU the value checks that eager mode makes by host reads
+    are asserts in the compiled code: NaN or +inf in a valid entry (entmax, sparsemax,
+    ev_softmax), an alpha tensor <= 0, a class index out of range and a negative target
+    distribution raise RuntimeError with the eager ValueError's text, with fullgraph=True
+    (before, they returned values: a wrong map at alpha = -1, NaN, a loss; seen failing).
+    A NaN under the mask stays allowed (within 1e-6 of eager mode)."""
+    _check_compiled_value_errors(fullgraph=True)
+    x = _compiled_value_check_cases()[0][1]  # (NaN at [1, 2])
+    masked = torch.ones(4, 5, dtype=torch.bool)
+    masked[1, 2] = False
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda v: entmax(v, 1.5, mask=masked), fullgraph=True)
+    assert (compiled(x) - entmax(x, 1.5, mask=masked)).abs().max() <= 1e-6
+
+
+@pytest.mark.slow
+def test_compiled_value_checks_raise_dynamic():
+    """As above, without fullgraph and with dynamic=True."""
+    _check_compiled_value_errors()
+    _check_compiled_value_errors(fullgraph=True, dynamic=True)
+
+
 @given(
     st.lists(st.lists(st.integers(0, 3), min_size=0, max_size=4).map(tuple), min_size=1, max_size=3)
 )

@@ -16,7 +16,7 @@ from tsallis.core import arrays as _core_arrays
 from tsallis.core import branching, window
 from tsallis.core import discrete as _core_discrete
 
-__all__ = ["branch_for", "dense_for", "device_branch", "prepare_tables"]
+__all__ = ["branch_for", "check_compiled", "dense_for", "device_branch", "prepare_tables"]
 
 
 def dense_for(t: torch.Tensor) -> bool:
@@ -40,6 +40,28 @@ def device_branch(
     if cond is None or _floats_symbolic():  # the branch valid everywhere
         return full(*operands)
     return cond(pred, cheap_copy, full, operands)
+
+
+def check_compiled(ok: Callable[[], torch.Tensor], like: torch.Tensor, message: str) -> None:
+    """Under torch.compile on the CPU, an input check that eager mode makes by a host read
+    (raising ValueError there): torch._assert_async raises RuntimeError(``message``) when
+    the call runs with ``ok()`` (a 0-d bool tensor) False, without a graph break (also
+    with fullgraph=True and dynamic=True). Elsewhere nothing: eager mode reads the host
+    itself, and on a GPU the assert would be a device-side one, which ends the process's
+    CUDA context; there the compiled ops skip these checks (docs/torch-ops.md), as they do
+    under a compiled vmap.
+
+    Args:
+        ok: builds the condition (called only when the check is made).
+        like: a tensor of the call (its device decides).
+        message: the eager ValueError's text.
+    """
+    if torch.compiler.is_compiling() and like.device.type == "cpu":
+        condition = ok()
+        batched = getattr(torch._C._functorch, "is_batchedtensor", None)
+        if batched is not None and batched(condition):  # (a compiled vmap: the assert has no
+            return  # batching rule; eager vmap skips the host reads too)
+        torch._assert_async(condition, message)
 
 
 def _floats_symbolic() -> bool:

@@ -19,8 +19,10 @@ probability 0 (log: -inf, gradient 0), whatever a masked entry holds (NaN
 included). A row with no valid entry returns all 0 (log: all -inf) with zero
 gradient. NaN or +inf in a valid entry raises ValueError; that check reads
 the largest row spread (one small host sync per call) in eager mode. Under
-torch.compile(fullgraph=True) torch.cond picks the robust path on the device
-and NaN or +inf input is not checked (it propagates).
+torch.compile(fullgraph=True) torch.cond picks the robust path on the device;
+NaN or +inf input then raises RuntimeError on the CPU (an assert in the compiled code)
+and is not checked on a GPU (it propagates: a device-side assert would end the process's
+CUDA context).
 float16 and bfloat16 are computed in float32 and the result cast back.
 torch.func's transforms (vmap, grad, jacrev, jacfwd, hessian) and forward-mode dual
 tensors take the ops through a Function with a vmap rule and a jvp.
@@ -28,6 +30,7 @@ tensors take the ops through a Function with a vmap rule and a jvp.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -44,6 +47,8 @@ from tsallis.core.validation import broadcast_shape, real_at_least
 __all__ = ["EvSoftmax", "LogEvSoftmax", "ev_softmax", "ev_softmax_nll_loss", "log_ev_softmax"]
 
 _REDUCTIONS = ("mean", "sum", "none")
+# the compiled ops' assert (_compile.check_compiled) for what eager mode's two checks say
+_NAN_INPUT = "x must not contain NaN or +inf (outside the mask)"
 _HALF = (torch.float16, torch.bfloat16)
 
 
@@ -218,6 +223,9 @@ def _forward(
     if _transformed(x, mask) or (compiling and _batched(x)):  # the robust logits (vmap's
         branch, compiling = _robust_branch, True  # batched values: no host read, no cond)
     y, empty = _core.ev_logits(x, valid, eps, axis=dim, branch=branch, check=not compiling)
+    if compiling and not _transformed(x, mask):  # (the core's check reads the host)
+        top = x.amax(dim) if valid is None else x.masked_fill(~valid, -math.inf).amax(dim)
+        _compile.check_compiled(lambda: ~(top.isnan() | (top == math.inf)).any(), x, _NAN_INPUT)
     out = torch.log_softmax(y, dim) if log else torch.softmax(y, dim)
     if empty is not None:
         out = out.masked_fill_(empty, float("-inf") if log else 0.0)
@@ -392,9 +400,17 @@ def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_i
         )
     if target.device != logits.device:
         raise ValueError(f"target is on {target.device} but logits are on {logits.device}")
-    if torch.compiler.is_compiling() or _transformed(target):  # (a host read: eager only)
-        return
     classes = logits.shape[class_dim]
+    if torch.compiler.is_compiling() or _transformed(target):  # (a host read: eager only)
+        if not _transformed(target):  # (compiled on the CPU: an assert instead)
+
+            def fits() -> torch.Tensor:
+                inside = (target >= 0) & (target < classes)
+                return (inside | (target == ignore_index)).all()
+
+            message = f"target must lie in [0, {classes}) or equal ignore_index={ignore_index}"
+            _compile.check_compiled(fits, target, message)
+        return
     counted = target[target != ignore_index]
     if counted.numel() and bool(((counted < 0) | (counted >= classes)).any()):
         bad = counted[(counted < 0) | (counted >= classes)][0].item()

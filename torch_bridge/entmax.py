@@ -14,7 +14,10 @@ Conventions (those of the ``entmax`` package, extended):
   maps with heavier tails than softmax.
 - ``mask`` (bool, broadcastable to x) marks valid entries, as in ev_softmax:
   masked and -inf entries get exactly 0 and no gradient; a row with no valid
-  entry gives zeros. NaN or +inf in a valid entry raises ValueError (eager mode).
+  entry gives zeros. NaN or +inf in a valid entry raises ValueError; so do an alpha
+  <= 0 and a target out of range. Under torch.compile these value checks are asserts
+  in the compiled code on the CPU (RuntimeError, the same text) and are skipped on a
+  GPU, where a device-side assert would end the process's CUDA context.
 - Working dtype: float16 and bfloat16 are computed in float32; any alpha > 2 is
   computed in float64 (dp/dz = p^(2-alpha) is unbounded at the support edge and
   float32 arithmetic was up to 2e-2 off at alpha = 5), with the threshold refined as
@@ -34,6 +37,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from torch_bridge import _compile
 from torch_bridge.basis import constant_float
 from torch_bridge.discrete import (
     _batch_first,
@@ -67,6 +71,7 @@ except ImportError:  # pragma: no cover (older torch)
     _WHILE_LOOP = None
 # "elementwise_mean" is the entmax package's name for "mean" (its losses' default)
 _REDUCTIONS = ("mean", "sum", "none", "elementwise_mean")
+_NAN_INPUT = "x must not contain NaN or +inf in a valid entry (mask it out)"
 
 
 def _moved(t: torch.Tensor, source: int, target: int) -> torch.Tensor:
@@ -108,10 +113,14 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
                 f" (x {tuple(x.shape)} with size 1 along dim {dim})"
             )
         alpha = alpha.reshape((1,) * (x.dim() - alpha.dim()) + tuple(alpha.shape))
-        if not (torch.compiler.is_compiling() or _transformed(alpha)) and not bool(
-            (torch.isfinite(alpha) & (alpha > 0)).all()
-        ):
-            raise ValueError("alpha must be finite and > 0 in every row")
+        message = "alpha must be finite and > 0 in every row"
+        if torch.compiler.is_compiling():  # (on the CPU an assert: _compile.check_compiled)
+            if not _transformed(alpha):
+                _compile.check_compiled(
+                    lambda: (torch.isfinite(alpha) & (alpha > 0)).all(), alpha, message
+                )
+        elif not _transformed(alpha) and not bool((torch.isfinite(alpha) & (alpha > 0)).all()):
+            raise ValueError(message)
         return alpha
     if isinstance(alpha, bool) or not isinstance(alpha, (numbers.Real, torch.Tensor)):
         raise TypeError(f"alpha must be a real number or a tensor, got {type(alpha).__name__}")
@@ -181,11 +190,14 @@ def _forward(
     # every maximum is (isfinite(top).all() took five kernels, each a launch on a GPU);
     # a sum that overflows (maxima near the dtype's largest) only takes the long way
     has_empty = compiling or not math.isfinite(float(top.sum()))
+    if compiling and not _transformed(x):  # (eager mode's check below reads the host)
+        valid_top = lambda: ~(torch.isnan(top) | (top == math.inf)).any()  # noqa: E731
+        _compile.check_compiled(valid_top, top, _NAN_INPUT)
     if has_empty:
         empty = top == float("-inf")
     if has_empty and not compiling:
         if bool((torch.isnan(top) | (top == float("inf"))).any()):
-            raise ValueError("x must not contain NaN or +inf in a valid entry (mask it out)")
+            raise ValueError(_NAN_INPUT)
         has_empty = bool(empty.any())
     if has_empty:
         z = z.masked_fill(empty, 0.0)
@@ -613,10 +625,13 @@ def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:
         raise ValueError(f"a distribution target must have x's shape {tuple(x.shape)}")
     if target.device != x.device:
         raise ValueError(f"target is on {target.device} but x is on {x.device}")
-    if torch.compiler.is_compiling() or _transformed(target):  # (eager mode only: a host read)
+    message = "a distribution target must be finite and >= 0 (no NaN)"
+    if _transformed(target):  # (a host read: not under torch.func)
         return
-    if not bool(((target >= 0) & (target < float("inf"))).all()):
-        raise ValueError("a distribution target must be finite and >= 0 (no NaN)")
+    if torch.compiler.is_compiling():  # (on the CPU an assert: _compile.check_compiled)
+        _compile.check_compiled(lambda: ((target >= 0) & (target < math.inf)).all(), x, message)
+    elif not bool(((target >= 0) & (target < float("inf"))).all()):
+        raise ValueError(message)
 
 
 def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
