@@ -454,6 +454,54 @@ def test_torch_compile_fullgraph_2d_sparsemax():
     )
 
 
+def _compiled_value_check_cases(plane: bool) -> tuple:
+    """(call, words) of bad values for the compiled checks below (2D: ``plane``)."""
+    basis = GaussianRBF(torch.linspace(0, 1, 4, dtype=F64), torch.full((4,), 0.2, dtype=F64))
+    loc = torch.tensor([0.5, math.nan], dtype=F64)
+    if plane:
+        rbf = GaussianRBF(torch.zeros(3, 2, dtype=F64), torch.eye(2, dtype=F64).repeat(3, 1, 1))
+        sigma = torch.eye(2, dtype=F64).repeat(2, 1, 1) * 0.1
+        return (
+            (lambda: continuous_attention(loc.repeat(2, 1), sigma, rbf, 2.0, angles=64), "loc"),
+        )
+    scale = torch.full((2,), 0.1, dtype=F64)
+    return (
+        (lambda: continuous_attention(loc, scale, basis, 2.0), "loc"),
+        (lambda: loc_scale_from_natural(torch.ones(2), torch.tensor([-1.0, 0.5])), "theta2"),
+    )
+
+
+def _check_compiled_value_errors(plane: bool) -> None:
+    for call, words in _compiled_value_check_cases(plane):
+        with pytest.raises(ValueError, match=words):
+            call()
+        torch._dynamo.reset()
+        with pytest.raises(RuntimeError, match=words):
+            torch.compile(call, fullgraph=True)()
+
+
+def test_compiled_value_checks_raise_on_cpu():
+    """Under torch.compile on the CPU the value checks that eager mode makes by a host read
+    are asserts in the compiled code (fullgraph=True): a NaN loc and a theta2 >= 0 raise
+    RuntimeError with the eager ValueError's text (before: NaN or a wrong output; seen
+    failing)."""
+    _check_compiled_value_errors(plane=False)
+
+
+@pytest.mark.slow
+def test_compiled_value_checks_raise_in_2d_and_skip_unvalidated():
+    """As above in 2D (finiteness; positive definiteness is not checked compiled), and
+    validate=False still skips the check (a NaN row out)."""
+    _check_compiled_value_errors(plane=True)
+    basis = GaussianRBF(torch.linspace(0, 1, 4, dtype=F64), torch.full((4,), 0.2, dtype=F64))
+    loc, scale = torch.tensor([0.5, math.nan], dtype=F64), torch.full((2,), 0.1, dtype=F64)
+    torch._dynamo.reset()
+    unchecked = torch.compile(
+        lambda: continuous_attention(loc, scale, basis, 2.0, validate=False), fullgraph=True
+    )
+    assert torch.isnan(unchecked()[1]).all()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("alpha", [1.0, 1.5, 1.7])
 def test_torch_compile_fullgraph_other_alphas(alpha):

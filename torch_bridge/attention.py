@@ -45,7 +45,13 @@ import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
 
-from torch_bridge._compile import branch_for, dense_for, device_branch, prepare_tables
+from torch_bridge._compile import (
+    branch_for,
+    check_compiled,
+    dense_for,
+    device_branch,
+    prepare_tables,
+)
 from torch_bridge.attention_2d import _attention_2d
 from torch_bridge.basis import GaussianRBF, alpha_value, check_spd
 from tsallis.core import window
@@ -105,6 +111,9 @@ def loc_scale_from_natural(
             raise ValueError("theta1 must be finite (no NaN or inf)")
         if not bool(torch.isfinite(t2).all()):
             raise ValueError("theta2 must be finite (no NaN or inf)")
+    elif validate:  # (torch.compile: on the CPU an assert, _compile.check_compiled)
+        fine = lambda: torch.isfinite(t1).all() & torch.isfinite(t2).all()  # noqa: E731
+        check_compiled(fine, t1, "theta1 and theta2 must be finite (no NaN or inf)")
     pair = (t1.shape[:-1], t2.shape[:-2]) if two_d else (t1.shape, t2.shape)
     if broadcast_shape(*pair) is None:
         raise ValueError(
@@ -119,6 +128,8 @@ def loc_scale_from_natural(
         return (scale @ t1[..., None])[..., 0], scale
     if validating and not bool((t2 < 0).all()):
         raise ValueError("theta2 (= -1/(2 sigma^2)) must be < 0")
+    if validate and not validating:
+        check_compiled(lambda: (t2 < 0).all(), t2, "theta2 (= -1/(2 sigma^2)) must be < 0")
     return -t1 / (2 * t2), torch.rsqrt(-2 * t2)
 
 
@@ -359,10 +370,14 @@ def _attention_1d(
         raise ValueError(
             f"scale ({scale.dtype}, {scale.device}) must match loc ({loc.dtype}, {loc.device})"
         )
+    message = "loc must be finite and scale (sigma) finite and > 0"
     if _validating(validate):
         bad = ~torch.isfinite(loc).all() | ~(torch.isfinite(scale) & (scale > 0)).all()
         if bool(bad):
-            raise ValueError("loc must be finite and scale (sigma) finite and > 0")
+            raise ValueError(message)
+    elif validate:  # (torch.compile: on the CPU an assert, _compile.check_compiled)
+        fine = lambda: torch.isfinite(loc).all() & (torch.isfinite(scale) & (scale > 0)).all()  # noqa: E731
+        check_compiled(fine, loc, message)
     loc, scale = loc.expand(shape), scale.expand(shape)
     return _Attention1D.apply(loc, scale, basis.mu, basis.sigma, alpha)
 
@@ -417,6 +432,10 @@ def continuous_attention(
     scale_t = _as_tensor("scale", scale, loc)
     if basis is not None and isinstance(basis, GaussianRBF) and basis.dim == 2:
         _check_basis(basis, loc, 2)
+        if validate and not _validating(validate):
+            # torch.compile: on the CPU an assert (positive definiteness is not checked there)
+            fine = lambda: torch.isfinite(loc).all() & torch.isfinite(scale_t).all()  # noqa: E731
+            check_compiled(fine, loc, "loc and scale (Sigma) must be finite")
         return _attention_2d(loc, scale_t, basis, alpha_f, _validating(validate), angles)
     _check_basis(basis, loc, 1)
     return _attention_1d(loc, scale_t, basis, alpha_f, validate)
