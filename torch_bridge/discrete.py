@@ -224,8 +224,12 @@ def _forward(
         branch, compiling = _robust_branch, True  # batched values: no host read, no cond)
     y, empty = _core.ev_logits(x, valid, eps, axis=dim, branch=branch, check=not compiling)
     if compiling and not _transformed(x, mask):  # (the core's check reads the host)
-        top = x.amax(dim) if valid is None else x.masked_fill(~valid, -math.inf).amax(dim)
-        _compile.check_compiled(lambda: ~(top.isnan() | (top == math.inf)).any(), x, _NAN_INPUT)
+
+        def valid_top() -> torch.Tensor:  # (no NaN nor +inf among the valid entries' maxima)
+            top = x.amax(dim) if valid is None else x.masked_fill(~valid, -math.inf).amax(dim)
+            return ~(top.isnan() | (top == math.inf)).any()
+
+        _compile.check_compiled(valid_top, x, _NAN_INPUT)
     out = torch.log_softmax(y, dim) if log else torch.softmax(y, dim)
     if empty is not None:
         out = out.masked_fill_(empty, float("-inf") if log else 0.0)
