@@ -483,7 +483,7 @@ def _check_compiled_value_errors(plane: bool) -> None:
 def test_compiled_value_checks_raise_on_cpu():
     """Under torch.compile on the CPU the value checks that eager mode makes by a host read
     are asserts in the compiled code (fullgraph=True): a NaN loc and a theta2 >= 0 raise
-    RuntimeError with the eager ValueError's text (before: NaN or a wrong output; seen
+    RuntimeError naming the check (before: NaN or a wrong output; seen
     failing)."""
     _check_compiled_value_errors(plane=False)
 

@@ -1493,7 +1493,7 @@ def test_compiled_value_checks_raise_on_cpu():
     """Under torch.compile on the CPU the value checks that eager mode makes by host reads
     are asserts in the compiled code: NaN or +inf in a valid entry (entmax, sparsemax,
     ev_softmax), an alpha tensor <= 0, a class index out of range and a negative target
-    distribution raise RuntimeError with the eager ValueError's text, with fullgraph=True
+    distribution raise RuntimeError naming the check, with fullgraph=True
     (before, they returned values: a wrong map at alpha = -1, NaN, a loss; seen failing).
     A NaN under the mask stays allowed (within 1e-6 of eager mode)."""
     _check_compiled_value_errors(fullgraph=True)

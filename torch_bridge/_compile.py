@@ -54,7 +54,7 @@ def check_compiled(ok: Callable[[], torch.Tensor], like: torch.Tensor, message: 
     Args:
         ok: builds the condition (called only when the check is made).
         like: a tensor of the call (its device decides).
-        message: the eager ValueError's text.
+        message: what the check asks, as eager mode's ValueError says it.
     """
     if torch.compiler.is_compiling() and like.device.type == "cpu":
         condition = ok()

@@ -16,7 +16,7 @@ Conventions (those of the ``entmax`` package, extended):
   masked and -inf entries get exactly 0 and no gradient; a row with no valid
   entry gives zeros. NaN or +inf in a valid entry raises ValueError; so do an alpha
   <= 0 and a target out of range. Under torch.compile these value checks are asserts
-  in the compiled code on the CPU (RuntimeError, the same text) and are skipped on a
+  in the compiled code on the CPU (RuntimeError naming the check) and are skipped on a
   GPU, where a device-side assert would end the process's CUDA context.
 - Working dtype: float16 and bfloat16 are computed in float32; any alpha > 2 is
   computed in float64 (dp/dz = p^(2-alpha) is unbounded at the support edge and
