@@ -16,7 +16,15 @@ from tsallis.core import arrays as _core_arrays
 from tsallis.core import branching, window
 from tsallis.core import discrete as _core_discrete
 
-__all__ = ["branch_for", "check_compiled", "dense_for", "device_branch", "prepare_tables"]
+__all__ = [
+    "batched",
+    "branch_for",
+    "check_compiled",
+    "check_values",
+    "dense_for",
+    "device_branch",
+    "prepare_tables",
+]
 
 
 def dense_for(t: torch.Tensor) -> bool:
@@ -58,10 +66,32 @@ def check_compiled(ok: Callable[[], torch.Tensor], like: torch.Tensor, message: 
     """
     if torch.compiler.is_compiling() and like.device.type == "cpu":
         condition = ok()
-        batched = getattr(torch._C._functorch, "is_batchedtensor", None)
-        if batched is not None and batched(condition):  # (a compiled vmap: the assert has no
-            return  # batching rule; eager vmap skips the host reads too)
+        if batched(condition):  # (a compiled vmap: the assert has no batching rule;
+            return  # eager vmap skips the host reads too)
         torch._assert_async(condition, message)
+
+
+def check_values(ok: Callable[[], torch.Tensor], like: torch.Tensor, message: str) -> None:
+    """ValueError(``message``) where ``ok()`` (a 0-d bool tensor) is False, by a host read
+    in eager mode; under torch.compile check_compiled's assert (on the CPU) instead; no
+    check where torch.func wraps ``like`` (its values may not be read on the host).
+
+    Args:
+        ok: builds the condition (called only when the check is made).
+        like: the checked tensor (its device and wrapping decide).
+        message: what the check asks.
+    """
+    if torch.compiler.is_compiling():
+        check_compiled(ok, like, message)
+    elif not _core_arrays.functorch_wrapped(like) and not bool(ok()):
+        raise ValueError(message)
+
+
+def batched(t: torch.Tensor | None) -> bool:
+    """Whether vmap batches t, under torch.compile too (Dynamo traces this check, not
+    tsallis.core.arrays.functorch_wrapped's)."""
+    is_batched = getattr(torch._C._functorch, "is_batchedtensor", None)
+    return t is not None and is_batched is not None and bool(is_batched(t))
 
 
 def _floats_symbolic() -> bool:

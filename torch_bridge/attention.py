@@ -48,6 +48,7 @@ from torch.autograd.function import once_differentiable
 from torch_bridge._compile import (
     branch_for,
     check_compiled,
+    check_values,
     dense_for,
     device_branch,
     prepare_tables,
@@ -370,14 +371,9 @@ def _attention_1d(
         raise ValueError(
             f"scale ({scale.dtype}, {scale.device}) must match loc ({loc.dtype}, {loc.device})"
         )
-    message = "loc must be finite and scale (sigma) finite and > 0"
-    if _validating(validate):
-        bad = ~torch.isfinite(loc).all() | ~(torch.isfinite(scale) & (scale > 0)).all()
-        if bool(bad):
-            raise ValueError(message)
-    elif validate:  # (torch.compile: on the CPU an assert, _compile.check_compiled)
+    if validate:  # (one host read; under torch.compile on the CPU an assert)
         fine = lambda: torch.isfinite(loc).all() & (torch.isfinite(scale) & (scale > 0)).all()  # noqa: E731
-        check_compiled(fine, loc, message)
+        check_values(fine, loc, "loc must be finite and scale (sigma) finite and > 0")
     loc, scale = loc.expand(shape), scale.expand(shape)
     return _Attention1D.apply(loc, scale, basis.mu, basis.sigma, alpha)
 

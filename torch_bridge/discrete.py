@@ -379,11 +379,9 @@ def _transformed(*tensors: torch.Tensor | None) -> bool:
     return any(t is not None and functorch_wrapped(t) for t in tensors)  # (compiled: False)
 
 
-def _batched(x: torch.Tensor | None) -> bool:
-    """Whether vmap batches x, under torch.compile too (Dynamo traces this check, not
-    _transformed's): torch.cond does not run under a compiled vmap."""
-    batched = getattr(torch._C._functorch, "is_batchedtensor", None)
-    return x is not None and batched is not None and bool(batched(x))
+# whether vmap batches a tensor, under torch.compile too: torch.cond does not run under
+# a compiled vmap
+_batched = _compile.batched
 
 
 def _check_target(logits: torch.Tensor, target: object, class_dim: int, ignore_index: int) -> None:

@@ -113,14 +113,8 @@ def _alpha(alpha: float | torch.Tensor, x: torch.Tensor, dim: int) -> float | to
                 f" (x {tuple(x.shape)} with size 1 along dim {dim})"
             )
         alpha = alpha.reshape((1,) * (x.dim() - alpha.dim()) + tuple(alpha.shape))
-        message = "alpha must be finite and > 0 in every row"
-        if torch.compiler.is_compiling():  # (on the CPU an assert: _compile.check_compiled)
-            if not _transformed(alpha):
-                _compile.check_compiled(
-                    lambda: (torch.isfinite(alpha) & (alpha > 0)).all(), alpha, message
-                )
-        elif not _transformed(alpha) and not bool((torch.isfinite(alpha) & (alpha > 0)).all()):
-            raise ValueError(message)
+        positive = lambda: (torch.isfinite(alpha) & (alpha > 0)).all()  # noqa: E731
+        _compile.check_values(positive, alpha, "alpha must be finite and > 0 in every row")
         return alpha
     if isinstance(alpha, bool) or not isinstance(alpha, (numbers.Real, torch.Tensor)):
         raise TypeError(f"alpha must be a real number or a tensor, got {type(alpha).__name__}")
@@ -617,21 +611,17 @@ def _rows_in(ctx, inputs: list, chosen_at: list[int], p: torch.Tensor) -> Callab
 
 
 def _check_distribution(x: torch.Tensor, target: torch.Tensor) -> None:
-    """ValueError for a distribution target of another shape or device than x's, or (in
-    eager mode) with an entry that is NaN, infinite or negative (the loss would be NaN or
-    unbounded below; its rows are not checked to sum to 1, which a float16 target does
-    only to its rounding)."""
+    """ValueError for a distribution target of another shape or device than x's, or with
+    an entry that is NaN, infinite or negative (the loss would be NaN or unbounded below;
+    _compile.check_values: under torch.compile a RuntimeError on the CPU, no check on a
+    GPU). Its rows are not checked to sum to 1, which a float16 target does only to its
+    rounding."""
     if target.shape != x.shape:
         raise ValueError(f"a distribution target must have x's shape {tuple(x.shape)}")
     if target.device != x.device:
         raise ValueError(f"target is on {target.device} but x is on {x.device}")
-    message = "a distribution target must be finite and >= 0 (no NaN)"
-    if _transformed(target):  # (a host read: not under torch.func)
-        return
-    if torch.compiler.is_compiling():  # (on the CPU an assert: _compile.check_compiled)
-        _compile.check_compiled(lambda: ((target >= 0) & (target < math.inf)).all(), x, message)
-    elif not bool(((target >= 0) & (target < float("inf"))).all()):
-        raise ValueError(message)
+    fine = lambda: ((target >= 0) & (target < math.inf)).all()  # noqa: E731
+    _compile.check_values(fine, target, "a distribution target must be finite and >= 0 (no NaN)")
 
 
 def _entropy(p: torch.Tensor, alpha: float | torch.Tensor) -> torch.Tensor:
