@@ -3618,3 +3618,38 @@ def test_exp2_band_pass_changes_nothing(alpha, monkeypatch):
     assert passes and all(passes), alpha
     assert not core._slow_exp2_band(torch.zeros(1, dtype=F64), -1022 * 1.5, -1022.0)
     assert not core._slow_exp2_band(torch.zeros(1), -126 * 7 / 3, -126.0)  # alpha = 1.3: below
+
+
+@pytest.mark.parametrize(
+    ("shape", "sigma", "alpha", "taken"),
+    [
+        ((256, 1000), 1.0, 1.3, True),  # middling spread (0.96): the prefix start
+        ((256, 1000), 0.3, 1.3, False),  # narrow: supports of 74%, wider than the prefix
+        ((256, 1000), 4.0, 1.3, False),  # wide: a few entries, which the loop narrows to
+        ((256, 1000), 0.5, 1.35, False),
+        ((8, 16384), 0.3, 1.3, True),  # long narrow rows: 22% supports, the prefix holds
+        ((256, 1000), 0.3, 1.7, True),  # (not gated above tuning.GROUPED_TENSOR_ALPHA)
+    ],
+)
+def test_prefix_start_gated_by_the_spread(shape, sigma, alpha, taken, monkeypatch):
+    """At alphas from 1.25 to 1.36 a CPU tensor takes the prefix start (_prefix_map) only
+    on rows of middling median spread (tuning.PREFIX_ROOTED_SPREAD; narrow ones only
+    from tuning.PREFIX_ROOTED_LONG entries), with the partition forced to pay; the map
+    is the same either way (float32 within 1e-6 of float64)."""
+    from tsallis.core import discrete as core
+    from tsallis.core import tuning
+
+    monkeypatch.setattr(tuning, "PARTITION_PAYS", True)
+    calls = []
+    original = core._prefix_map
+
+    def recorded(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(core, "_prefix_map", recorded)
+    z = sigma * torch.randn(shape, generator=torch.Generator().manual_seed(5))
+    p = entmax(z, alpha)
+    assert bool(calls) is taken
+    calls.clear()
+    assert float((p.double() - entmax(z.double(), alpha)).abs().max()) <= 1e-6

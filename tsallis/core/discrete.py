@@ -876,7 +876,8 @@ def _prefix_width(z: Array, alpha: float | Array, on_host: bool) -> int | None:
     """How many of each row's largest entries the eager loop starts from (_prefix_start
     at alpha = 2 and 3/2, _prefix_map at other alphas), or None (see
     tuning.PREFIX_WIDTH; None also where the CPU's partition costs more than the start
-    saves, arrays.partition_pays)."""
+    saves, arrays.partition_pays). entmax_newton also gates it by the rows' spread
+    (_prefix_spread_gated)."""
     if not (on_host and isinstance(alpha, float) and T.PREFIX_ALPHA <= alpha <= 2.0):
         return None
     if not _eager_cpu(z):  # a GPU: its partition, gather and scatters cost more launches
@@ -1240,11 +1241,26 @@ def _maxima_step_applies(z: Array, alpha: float | Array, on_host: bool, spread: 
     if size < 2 * T.MAXIMA_STEP_WIDTH or rows * size < T.COMPACT_ELEMENTS:
         return False
     low, high = T.MAXIMA_STEP_SPREAD
-    # the middle value by one partition: np.median's Python layers took 0.12-0.16 ms
-    # here inside the op (0.02 alone), a partition 0.02 (float32 (1024, 1000), 1.3)
-    values = np.ravel(spread)
+    return low <= (alpha - 1) * _median(spread) <= high
+
+
+def _median(values: np.ndarray) -> float:
+    """The middle value (the lower of two) of per-row NumPy values: by one partition, where
+    np.median's Python layers took 0.12-0.16 ms inside the op (0.02 alone), a partition
+    0.02 (float32 (1024, 1000), alpha = 1.3)."""
+    values = np.ravel(values)
     middle = (values.size - 1) // 2
-    return low <= (alpha - 1) * float(np.partition(values, middle)[middle]) <= high
+    return float(np.partition(values, middle)[middle])
+
+
+def _prefix_spread_gated(z: Array, alpha: float | Array) -> bool:
+    """Whether the prefix start (_prefix_width) is also gated by the rows' median spread
+    (alpha - 1)(max - mean), tuning.PREFIX_ROOTED_SPREAD: a CPU tensor at a Python-float
+    alpha from tuning.BASE_FORM_ALPHA to tuning.GROUPED_TENSOR_ALPHA, where the loop's
+    own start is the mean start or the maxima step (_maxima_step_applies)."""
+    if not (isinstance(alpha, float) and is_torch_array(z) and _eager_cpu(z)):
+        return False
+    return T.BASE_FORM_ALPHA <= alpha < T.GROUPED_TENSOR_ALPHA
 
 
 def _maxima_step_shift(
@@ -1728,11 +1744,20 @@ def entmax_newton(
     else:
         hi = lo - _deformed.log_beta(xp.full_like(lo, 1 / size), 2 - alpha)
     held, gap = None, None  # (the start from the largest entries: rows it holds, max - z)
+    spread = None  # max - mean per row, where it is formed before the start
     if start is not None:  # rows finished apart (see the loop)
         c, lo, hi = start
     else:
         c = lo
-        if not threshold and (width := _prefix_width(z, alpha, on_host)) is not None:
+        width = None if threshold else _prefix_width(z, alpha, on_host)
+        if width is not None and _prefix_spread_gated(z, alpha):
+            spread = _mean_gap(z, booked_top, to_book)
+            low, high = T.PREFIX_ROOTED_SPREAD
+            low = low if size < T.PREFIX_ROOTED_LONG else 0.0
+            middle = (alpha - 1) * _median(spread)  # (+inf where most rows hold -inf:
+            if math.isfinite(middle) and not low <= middle <= high:  # the prefix stays)
+                width = None
+        if width is not None:
             # max - z: the start's partition orders it as integers, in place (no copy of
             # z); at alpha = 2 and 3/2 the loop then forms its state in that buffer
             if alpha not in T.PREFIX_WIDTH:
@@ -1745,7 +1770,7 @@ def entmax_newton(
     if sorted_start:  # (a rounded bound may exceed hi, on constant rows: hi bounds it)
         c = xp.minimum(xp.maximum(lo, booked_start), hi)
     elif start is None and held is None:
-        spread = _mean_gap(z, booked_top, to_book)
+        spread = _mean_gap(z, booked_top, to_book) if spread is None else spread
         c = _mean_start(z, booked_top, lo, hi, alpha, to_book, spread)
         if _grouped_start_applies(z, alpha, on_host):  # (the host: no partition, no sort)
             c = xp.minimum(xp.maximum(c, _grouped_shift(z, top, alpha, to_book)), hi)
