@@ -115,19 +115,16 @@ def test_rbf_near_the_support_edge_at_alpha_five() -> None:
     carries (1 - x)^-0.75 by a one-sided Gauss-Jacobi rule. Its weights came from scipy's
     roots_jacobi, 7.7e-12 off at the nodes next to the ends: rho and J were 1.3e-12
     and 1.3e-12 / 8.8e-13 off (row-relative, float64, against mpmath); now 9e-16 and
-    3e-14 / 7.6e-14 (J's covariance form cancels: the file's float64 bound, 1e-13).
-    Where NumPy's long double is the float64 (Windows, macOS on ARM) the rule is the
-    float64 one, and the general-alpha bound of 1e-12 is what holds."""
+    3e-14 / 7.6e-14 (J's covariance form cancels: the file's float64 bound, 1e-13), the
+    same with the rules' recurrence in float64 (where NumPy's long double is the float64:
+    rho 1.2e-15)."""
     mu_j = np.array([5 / 7, 6 / 7, 1.0])
     s_j = np.full(3, 0.1)
     basis = GaussianRBF(mu_j, s_j)
     want = _reference(5.0, 0.3, 10.0, mu_j, s_j)
     got = np.stack([rho(5.0, 0.3, 10.0, basis), *jacobian(5.0, 0.3, 10.0, basis)])
     error = np.abs(got - want).max(axis=-1) / np.abs(want).max(axis=-1)
-    if np.finfo(np.longdouble).eps < np.finfo(np.float64).eps:
-        assert error[0] <= 1e-14 and error[1:].max() <= BOUNDS[np.float64]["jac"], error
-    else:
-        assert error.max() <= 1e-12, error
+    assert error[0] <= 1e-14 and error[1:].max() <= BOUNDS[np.float64]["jac"], error
 
 
 def test_general_alpha_float64() -> None:
