@@ -109,6 +109,21 @@ def test_accuracy_sweep_closed_forms_full() -> None:
     _report_and_check(worst, BOUNDS)
 
 
+def test_rbfs_wider_than_the_support_at_alpha_two() -> None:
+    """alpha = 2, sigma^2 = 1e-4 at loc 0 (a support half-width of 0.053): RBFs of
+    width 0.1 are 1.9 half-widths wide. The closed form's m2c cancels there (by about
+    r^4), and this row of the full grid's sweep was 1.37e-13 off in J's second row
+    (float64, row-relative); the wide expansion now takes such RBFs
+    (tuning.CLOSED_WIDE_R): measured 1.5e-16 (rho), 8.1e-16 and 9.2e-16 (J)."""
+    mu_j, s_j = _basis_1d(14, (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0))
+    loc, scale = float(_f32(0.0)), float(_f32(1e-2))
+    want = _reference(2.0, loc, scale, mu_j, s_j)
+    basis = GaussianRBF(mu_j, s_j)
+    got = np.stack([rho(2.0, loc, scale, basis), *jacobian(2.0, loc, scale, basis)])
+    error = np.abs(got - want).max(axis=-1) / np.abs(want).max(axis=-1)
+    assert error.max() <= 4e-15, error
+
+
 def test_rbf_near_the_support_edge_at_alpha_five() -> None:
     """alpha = 5, sigma = 10: the support is [-1.02, 1.62] around loc 0.3, and RBFs of
     width 0.1 at 6/7 and 1 lie 7.7 and 6.2 widths inside its right edge, whose window

@@ -157,14 +157,17 @@ def test_compile_first_float32_takes_both_branches():
             assert float((got - want).abs().max()) <= 1e-5 * float(want.abs().max()), sigma
 
 
-def _mp_moments(alpha: float, c: float, r: float) -> list[float]:
+def _mp_moments(alpha: float, c: float, r: float, exact: bool = False) -> list[float]:
     """rho, m1, m2c of one RBF (support units) by mpmath at 50 digits, split at the
-    support edges and every RBF width around the centre."""
+    support edges and every RBF width around the centre. m2c with the library's float
+    E[u^2] under the escort, or with ``exact`` the exact 1 / (2m + 3): for RBFs much
+    wider than the support m2c is O(1/r^2) of G(m, 0), so an ulp of E[u^2] is 6e-15 of
+    m2c at r = 3 (alpha = 1.25), and the wide expansion's m2c is the exact one's."""
     import mpmath as mp
 
     with mp.workdps(50):
         m = 1 / (mp.mpf(alpha) - 1) - 1
-        second = mp.mpf(window.alpha_constants(alpha)["second"])
+        second = 1 / (2 * m + 3) if exact else mp.mpf(window.alpha_constants(alpha)["second"])
         cc, rr = mp.mpf(c), mp.mpf(r)
         cuts = {cc + k * rr for k in range(-16, 17) if -1 < cc + k * rr < 1}
         points = sorted({mp.mpf(-1), mp.mpf(1), *cuts})
@@ -205,6 +208,33 @@ def test_interior_rbfs_against_mpmath(alpha):
         inside = min(1 - ci, 1 + ci) / ri
         hermite = inside >= 8 and (1 / (alpha - 1) - 1) <= inside / 2
         assert error <= (1e-13 if hermite else 1e-12) * size, (ci, ri, error / size)
+
+
+@pytest.mark.parametrize("dense", [False, True])
+@pytest.mark.parametrize(
+    ("alpha", "widths"),
+    [(2.0, (1.25, 1.5, 1.88, 2.0)), (1.25, (0.75, 1.0, 3.0)), (1.7, (0.75, 2.0))],
+)
+def test_wide_rbfs_against_mpmath(alpha, widths, dense):
+    """RBFs about as wide as the support or wider, one row per width with centres from
+    the middle to the wide criterion's reach (at alpha = 2 out to two widths beyond the
+    edge, the closed form's near RBFs): every moment within 2e-15 of its row's largest
+    (mpmath, exact E[u^2]; measured 9.6e-16 at most).
+
+    At alpha = 2 these widths were the closed form's (r <= 2), whose m2c cancels by
+    about r^4: 3.5e-13 of the row before tuning.CLOSED_WIDE_R handed them to the wide
+    expansion. Elsewhere the wide expansion takes the RBFs in its reach, with 16 nodes
+    (tuning.WIDE_NODES; 12 measured 6.7e-15, 10 1.5e-11)."""
+    for r in widths:
+        reach = (2 * r * r - 1) / 2  # the wide criterion's farthest centre
+        far = 1 + 2 * r if alpha == 2.0 else reach  # the closed form's near ones
+        c = np.array([0.0, 0.3, -0.9, 0.5 * reach, -reach, far, -far])
+        rr = np.full(c.shape, r)
+        got = window.window_moments(alpha, 1 - c, 1 + c, rr, row=c.shape[0], dense=dense)
+        truth = np.array([_mp_moments(alpha, ci, r, exact=True) for ci in c]).T
+        for key, want in zip(("rho", "m1", "m2c"), truth, strict=True):
+            error = np.abs(np.asarray(got[key]) - want).max() / np.abs(want).max()
+            assert error <= 2e-15, (r, key, error)
 
 
 def test_far_rbfs_left_at_zero_only_when_negligible():

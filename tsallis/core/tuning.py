@@ -83,6 +83,20 @@ FLOAT32_WIDTH_RATIO = {k: 10.0 ** (16 / k) for k in (1, 2, 3, 4)}
 # k = 1..4, d <= 16, r <= 2), is negligible within the row.
 CLOSED_MAX_R = {1: 2.0, 2: 0.5, 3: 0.2, 4: 0.2}
 CLOSED_MAX_OUT = {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
+# ... but the closed form's m2c cancels by about r^4 (its terms grow like r while m2c
+# falls like r^-3): at k = 1, row-relative against mpmath over centres in [-4, 4], 3.6e-15
+# at r = 0.75, 7.0e-15 at 1, 5.1e-14 at 1.5, 3.9e-13 at 2 (rho and m1 within 1e-14).
+# From CLOSED_WIDE_R[k] on, the wide expansion (WIDE_NODES) replaces all three where
+# |u (u - 2c)| / (2 r^2) <= CLOSED_WIDE_REACH on the support, which holds every RBF
+# within CLOSED_MAX_OUT widths of it: measured within 7.9e-16 there (see WIDE_NODES).
+CLOSED_WIDE_R = {1: 1.0}
+CLOSED_WIDE_REACH = 5.0
+# The wide-RBF expansion's symmetric Gauss-Jacobi rule (tsallis.core.window): its
+# integrand e^(p + q) - 1 is smooth on the support, |p + q| <= 1 (CLOSED_WIDE_REACH
+# where it refines a closed form). Against mpmath, k = 1 to 4, r from 0.71 to 2, centres
+# to 1 + 3r: 16 nodes within 7.9e-16 of each moment's largest over the centres, as 64
+# were (also at alpha = 1.1 and 3, r to 10); 12 nodes 2.3e-14 at r = 0.71, 10 nodes 4e-11
+WIDE_NODES = 16
 # The row-shared rule: SHARED_NODES Gauss-Jacobi nodes (SHARED_NODES_WIDE when every
 # RBF in the row is at least SHARED_WIDE_R wide: measured as accurate) for RBFs at
 # least SHARED_MIN_R half-widths wide; measured absolute error <= 1e-16 / r for

@@ -188,29 +188,47 @@ def _peak_window(ep: Array, em: Array, r: Array, m: float, accuracy: T.Accuracy)
     }
 
 
-def _wide_moments(c: Array, r: Array, m: float, second: Array, mass: Array) -> Moments:
-    """Window moments for a wide RBF (|u (u - 2c)| / (2 r^2) <= 1 on the support).
+def _wide_tables(m: float, n: int, second: float) -> tuple[np.ndarray, ...]:
+    """The wide expansion's node constants (_wide_moments): -u^2/4 and u/2 at the
+    negative nodes u of the n-node symmetric Gauss-Jacobi rule (each stands for itself
+    and its mirror), the weights of 4 e against rho and m2c, (n/2, 2), and of 2 o
+    against m1, (n/2, 1)."""
+    xi, _, _, w = _window_tables(m, n)
+    half = xi.shape[-1] // 2
+    u, w = xi[3, :half], w[3, :half]
+    even = np.stack([4 * w * (1 - u * u), 4 * w * (u * u - second)], axis=-1)
+    return -(u * u) / 4, u / 2, even, (2 * w * u)[:, None]
+
+
+def _wide_moments(c: Array, r: Array, m: float, second: float, mass: float) -> Moments:
+    """Window moments for a wide RBF (|u (u - 2c)| / (2 r^2) <= 1 on the support, or
+    up to tuning.CLOSED_WIDE_REACH where it refines the closed form).
 
     phi((u - c)/r) = phi(c/r) e^(p + q), p = -u^2/(2 r^2), q = u c / r^2. The
     escort integrates u and u^2 - second to exactly 0, so only e^(p+q) - 1
-    counts; its even and odd parts over mirrored nodes come from expm1, cosh
-    and sinh, which keeps the O(1/r^2) moments exact. mass = int (1 - u^2)^(m+1).
+    counts; over mirrored nodes its even part is e^(p+q) + e^(p-q) - 2 = 4 e, e = h
+    (a + h s^2) with h = e^(p/2), a = sinh(p/2), s = sinh(q/2), and its odd part is 2 o,
+    o = h^2 sinh(q): no cancellation of the O(1/r^2) moments, four transcendental
+    functions per node pair (sinh and exp: exact to an ulp under torch.compile, whose
+    CPU code forms expm1 as exp - 1), the node sums as matrix products. mass = int (1 -
+    u^2)^(m+1).
     """
     xp = _xs.namespace(r)
-    n_wide = T.FLOAT64.window_nodes  # the wide expansion keeps the float64 rule (it is rare)
-    xi, _, _, w = _cached(("window", m, n_wide), r, lambda: _window_tables(m, n_wide))
-    n = xi.shape[-1] // 2
-    u, w = xi[3, :n], w[3, :n]  # u < 0; each node stands for itself and its mirror
-    cc, rr = c[:, None], r[:, None]
-    p = -(u * u) / (2 * rr * rr)
-    q = u * cc / (rr * rr)
-    even = 2 * (_xs.expm1(p) * xp.cosh(q) + 2 * xp.sinh(q / 2) ** 2)  # e^(p+q) + e^(p-q) - 2
-    odd = 2 * xp.exp(p) * xp.sinh(q)  # e^(p+q) - e^(p-q)
+    n = T.WIDE_NODES  # (every tier: as accurate as the float64 windows' 64 nodes)
+    key = ("wide", m, n, second)
+    quarter_u2, half_u, to_even, to_odd = _cached(key, r, lambda: _wide_tables(m, n, second))
+    inverse = 1 / (r * r)
+    half_p = quarter_u2 * inverse[:, None]  # p / 2
+    half_q = half_u * (c * inverse)[:, None]  # q / 2
+    h, a, s = xp.exp(half_p), xp.sinh(half_p), xp.sinh(half_q)
+    even = (a + h * (s * s)) * h
+    odd = (h * h) * xp.sinh(2 * half_q)
+    sums = even @ to_even
     scale = gen.rbf_pdf(c, r)
     return {
-        "rho": scale * (mass + xp.sum(w * (1 - u * u) * even, axis=-1)),
-        "m1": scale * xp.sum(w * u * odd, axis=-1),
-        "m2c": scale * xp.sum(w * (u * u - second) * even, axis=-1),
+        "rho": scale * (mass + sums[:, 0]),
+        "m1": scale * (odd @ to_odd)[:, 0],
+        "m2c": scale * sums[:, 1],
     }
 
 
@@ -594,8 +612,9 @@ def prepare_tables(alpha: float, like: Array) -> None:
     _cached(("legendre", T.RADIAL_NODES), like, lambda: legendre_unit(T.RADIAL_NODES))
     if alpha == 1:
         return
-    alpha_constants(alpha)
     m = 1 / (alpha - 1) - 1
+    second, n = alpha_constants(alpha)["second"], T.WIDE_NODES
+    _cached(("wide", m, n, second), like, lambda: _wide_tables(m, n, second))
     for accuracy in (T.FLOAT64, T.FLOAT32):
         n = accuracy.window_nodes
         _cached(("window", m, n), like, lambda n=n: _window_tables(m, n))
@@ -679,7 +698,8 @@ def window_moments(
         {"rho", "m1", "m2c"}: flat arrays like r.
 
     In order of preference per element: the closed form (alpha = 1 + 1/k for
-    k = 1..4, where well conditioned); the wide-RBF expansion where the RBF
+    k = 1..4, where well conditioned; at k = 1 the wide expansion first from
+    tuning.CLOSED_WIDE_R on); the wide-RBF expansion where the RBF
     covers the support; the RBF's own Gauss-Hermite rule where it lies well
     inside the support; one Gauss-Jacobi rule shared by the row where the RBF
     is at least SHARED_MIN_R half-widths wide; otherwise a Gauss-Jacobi window
@@ -707,6 +727,16 @@ def window_moments(
     rho, m1, m2c = (xp.zeros_like(r) for _ in range(3))
     state: State = (rho, m1, m2c, xp.zeros_like(r, dtype=xp.bool))
     outside = _xs.at_least(-xp.minimum(ep, em) / r, 0.0)
+    centre = (em - ep) / 2
+    mass = alpha_constants(alpha)["mass"]
+
+    def wide(out: Moments, mask: Array) -> Array:
+        def wide_form(c: Array, rr: Array) -> Moments:
+            return _wide_moments(c, rr, m, second, mass)
+
+        _fill(out, mask, wide_form, (centre, r), (0.0, 2.0), dense)
+        return mask
+
     if k is not None:
 
         def closed(out: Moments, mask: Array) -> Array:
@@ -730,16 +760,15 @@ def window_moments(
             )
             return mask & near
 
-        state = _regime(each, state, r <= T.CLOSED_MAX_R[k], closed)
-    centre = (em - ep) / 2
-    mass = alpha_constants(alpha)["mass"]
-
-    def wide(out: Moments, mask: Array) -> Array:
-        def wide_form(c: Array, rr: Array) -> Moments:
-            return _wide_moments(c, rr, m, second, mass)
-
-        _fill(out, mask, wide_form, (centre, r), (0.0, 2.0), dense)
-        return mask
+        closed_mask = r <= T.CLOSED_MAX_R[k]
+        if k in T.CLOSED_WIDE_R:  # the closed form's m2c cancels on wide RBFs: the wide
+            # expansion takes them first (before the far check, which reads the row's
+            # largest moments; skipped through ``branch`` where there are none)
+            reach = (1 + 2 * xp.abs(centre)) <= 2 * T.CLOSED_WIDE_REACH * r * r
+            first = closed_mask & (r > T.CLOSED_WIDE_R[k]) & reach
+            state = _regime(branch, state, first, wide)
+            closed_mask = closed_mask & ~state[3]
+        state = _regime(each, state, closed_mask, closed)
 
     def shared(out: Moments, mask: Array) -> Array:
         def shared_form(c: Array, rr: Array, n: int = accuracy.shared_nodes) -> Moments:
