@@ -1,6 +1,7 @@
 """The performance table of the torch ops, in units of a floor F measured in the same run.
 
     python benchmarks/bench_core.py [--quick] [--device cpu|cuda] [--skip-compile]
+                                    [--steady-malloc]
 
 Configuration A: 1D, B = 1024 rows, N = 64 RBFs (32 centres on [0, 1] with
 widths 0.01 and 0.05), loc ~ U(0, 1), sigma^2 ~ U(1e-3, 0.05), float32,
@@ -14,6 +15,10 @@ closed form (truncated parabola against Gaussian RBFs, erf terms) in the input
 dtype, as the 2020 continuous-attention code computes it; its float32 error is
 printed next to ours. Errors are row-relative against our float64 op, itself
 checked against mpmath in the tests. Not a test.
+
+--steady-malloc keeps glibc's heap (timing.steady_malloc, as bench_entmax.py does):
+by default glibc returns freed multi-MiB temporaries to the OS and the next call
+page-faults them back, which is about half of the alpha = 1.2 row on Linux.
 """
 
 from __future__ import annotations
@@ -24,7 +29,10 @@ import subprocess
 import sys
 
 import torch
-from timing import interleaved_medians  # benchmarks/ is on the path when run as a script
+from timing import (  # benchmarks/ is on the path when run as a script
+    interleaved_medians,
+    steady_malloc,
+)
 
 from torch_bridge import GaussianRBF, continuous_attention, kernel_attention
 
@@ -188,7 +196,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     parser.add_argument("--skip-compile", action="store_true", help="no torch.compile row")
+    parser.add_argument("--steady-malloc", action="store_true", help="keep glibc's heap")
     args = parser.parse_args()
+    if args.steady_malloc:
+        print(f"glibc malloc kept in steady state: {steady_malloc()}")
     repeat = 7 if args.quick else 31
     dev = args.device
     print(f"torch {torch.__version__}, device {dev}, {torch.get_num_threads()} threads")
