@@ -220,9 +220,17 @@ def _wide_moments(c: Array, r: Array, m: float, second: float, mass: float) -> M
     inverse = 1 / (r * r)
     half_p = quarter_u2 * inverse[:, None]  # p / 2
     half_q = half_u * (c * inverse)[:, None]  # q / 2
-    h, a, s = xp.exp(half_p), xp.sinh(half_p), xp.sinh(half_q)
-    even = (a + h * (s * s)) * h
-    odd = (h * h) * xp.sinh(2 * half_q)
+    h, even = xp.exp(half_p), xp.sinh(half_q)
+    # in place from here: the same bits, with 6 (N, n/2) arrays instead of 13 (at 19008
+    # elements 1.69 against 3.80 ms with glibc's default heap, 0.76 against 0.80 kept)
+    even *= even  # s^2
+    even *= h
+    even += xp.sinh(half_p)
+    even *= h  # e = h (a + h s^2)
+    half_q *= 2  # q
+    odd = xp.sinh(half_q)
+    h *= h
+    odd *= h  # o = h^2 sinh(q)
     sums = even @ to_even
     scale = gen.rbf_pdf(c, r)
     return {
