@@ -189,15 +189,14 @@ def _peak_window(ep: Array, em: Array, r: Array, m: float, accuracy: T.Accuracy)
 
 
 def _wide_tables(m: float, n: int, second: float) -> tuple[np.ndarray, ...]:
-    """The wide expansion's node constants (_wide_moments): -u^2/4 and u/2 at the
-    negative nodes u of the n-node symmetric Gauss-Jacobi rule (each stands for itself
-    and its mirror), the weights of 4 e against rho and m2c, (n/2, 2), and of 2 o
-    against m1, (n/2, 1)."""
+    """The wide expansion's node constants (_wide_moments), each (n/2,): -u^2/4 and u/2
+    at the negative nodes u of the n-node symmetric Gauss-Jacobi rule (each stands for
+    itself and its mirror), and the weights of 4 e against rho and m2c and of 2 o
+    against m1."""
     xi, _, _, w = _window_tables(m, n)
     half = xi.shape[-1] // 2
     u, w = xi[3, :half], w[3, :half]
-    even = np.stack([4 * w * (1 - u * u), 4 * w * (u * u - second)], axis=-1)
-    return -(u * u) / 4, u / 2, even, (2 * w * u)[:, None]
+    return -(u * u) / 4, u / 2, 4 * w * (1 - u * u), 4 * w * (u * u - second), 2 * w * u
 
 
 def _wide_moments(c: Array, r: Array, m: float, second: float, mass: float) -> Moments:
@@ -210,13 +209,12 @@ def _wide_moments(c: Array, r: Array, m: float, second: float, mass: float) -> M
     (a + h s^2) with h = e^(p/2), a = sinh(p/2), s = sinh(q/2), and its odd part is 2 o,
     o = h^2 sinh(q): no cancellation of the O(1/r^2) moments, four transcendental
     functions per node pair (sinh and exp: exact to an ulp under torch.compile, whose
-    CPU code forms expm1 as exp - 1), the node sums as matrix products. mass = int (1 -
-    u^2)^(m+1).
+    CPU code forms expm1 as exp - 1). mass = int (1 - u^2)^(m+1).
     """
     xp = _xs.namespace(r)
     n = T.WIDE_NODES  # (every tier: as accurate as the float64 windows' 64 nodes)
     key = ("wide", m, n, second)
-    quarter_u2, half_u, to_even, to_odd = _cached(key, r, lambda: _wide_tables(m, n, second))
+    quarter_u2, half_u, to_rho, to_m2c, to_odd = _cached(key, r, lambda: _wide_tables(m, n, second))
     inverse = 1 / (r * r)
     half_p = quarter_u2 * inverse[:, None]  # p / 2
     half_q = half_u * (c * inverse)[:, None]  # q / 2
@@ -231,12 +229,14 @@ def _wide_moments(c: Array, r: Array, m: float, second: float, mass: float) -> M
     odd = xp.sinh(half_q)
     h *= h
     odd *= h  # o = h^2 sinh(q)
-    sums = even @ to_even
+    odd *= to_odd
     scale = gen.rbf_pdf(c, r)
+    # node sums in one order for every element (a matrix product's blocking may round
+    # an element by its position: dense and sparse forms, or a permuted basis, differ)
     return {
-        "rho": scale * (mass + sums[:, 0]),
-        "m1": scale * (odd @ to_odd)[:, 0],
-        "m2c": scale * sums[:, 1],
+        "rho": scale * (mass + xp.sum(even * to_rho, axis=-1)),
+        "m1": scale * xp.sum(odd, axis=-1),
+        "m2c": scale * xp.sum(even * to_m2c, axis=-1),
     }
 
 
