@@ -89,6 +89,8 @@ CLOSED_MAX_OUT = {1: 2.0, 2: 2.0, 3: 2.0, 4: 1.0}
 # From CLOSED_WIDE_R[k] on, the wide expansion (WIDE_NODES) replaces all three where
 # |u (u - 2c)| / (2 r^2) <= CLOSED_WIDE_REACH on the support, which holds every RBF
 # within CLOSED_MAX_OUT widths of it: measured within 7.9e-16 there (see WIDE_NODES).
+# Its price, chosen for float64's accuracy: 1.5-1.7 x on float64 bases with many RBFs
+# one to two half-widths wide (docs/measurements.md); float32's own closed form has none.
 CLOSED_WIDE_R = {1: 1.0}
 CLOSED_WIDE_REACH = 5.0
 # The wide-RBF expansion's symmetric Gauss-Jacobi rule (tsallis.core.window): its
