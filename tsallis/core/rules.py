@@ -12,6 +12,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 from scipy.linalg import eigh_tridiagonal
+from scipy.special import betaln
 
 from tsallis.core.special import lgamma_ratio
 from tsallis.core.tuning import SMOOTH_EXPONENT
@@ -128,8 +129,7 @@ def _jacobi(n: int, a: float, b: float) -> tuple[FloatArray, FloatArray]:
     off[0] = math.sqrt(4 * (1 + a) * (1 + b) / ((2 + a + b) ** 2 * (3 + a + b)))
     jj, ss = j[2:], s[2:]
     off[1:] = np.sqrt(4 * jj * (jj + a) * (jj + b) * (jj + a + b) / (ss * ss * (ss + 1) * (ss - 1)))
-    log_mu0 = (a + b + 1) * math.log(2) + math.lgamma(a + 1) + math.lgamma(b + 1)
-    mu0 = math.exp(log_mu0 - math.lgamma(a + b + 2))
+    mu0 = math.exp((a + b + 1) * math.log(2) + float(betaln(a + 1, b + 1)))
     return _golub_welsch(diag, off, mu0, symmetric=False)
 
 

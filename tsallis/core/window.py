@@ -738,6 +738,10 @@ def window_moments(
     centre = (em - ep) / 2
     mass = alpha_constants(alpha)["mass"]
 
+    def within_reach(bound: float) -> Array:
+        """Where |u (u - 2c)| / (2 r^2) <= bound on the support (the wide expansion's)."""
+        return (1 + 2 * xp.abs(centre)) <= 2 * bound * r * r
+
     def wide(out: Moments, mask: Array) -> Array:
         def wide_form(c: Array, rr: Array) -> Moments:
             return _wide_moments(c, rr, m, second, mass)
@@ -772,7 +776,7 @@ def window_moments(
         if k in T.CLOSED_WIDE_R:  # the closed form's m2c cancels on wide RBFs: the wide
             # expansion takes them first (before the far check, which reads the row's
             # largest moments; skipped through ``branch`` where there are none)
-            reach = (1 + 2 * xp.abs(centre)) <= 2 * T.CLOSED_WIDE_REACH * r * r
+            reach = within_reach(T.CLOSED_WIDE_REACH)
             first = closed_mask & (r > T.CLOSED_WIDE_R[k]) & reach
             state = _regime(branch, state, first, wide)
             closed_mask = closed_mask & ~state[3]
@@ -824,7 +828,7 @@ def window_moments(
 
     def rest(rho: Array, m1: Array, m2c: Array, done: Array) -> State:
         state: State = (rho, m1, m2c, done)
-        wide_mask = ~done & ((1 + 2 * xp.abs(centre)) <= 2 * r * r)
+        wide_mask = ~done & within_reach(1.0)
         state = _regime(each, state, wide_mask, wide)
         inside = xp.minimum(ep, em) / r  # RBF widths from the centre to the nearer edge
         bend = inside * accuracy.hermite_max_bend >= max(m, 0.0)
