@@ -1901,6 +1901,34 @@ def test_edges_stay_finite():
             assert half.dtype == dtype and torch.isfinite(half).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, F64])
+@pytest.mark.parametrize(
+    ("shape", "dim", "alpha_shape"),
+    [
+        ((0, 5), -1, (0, 1)),
+        ((0, 5), -1, (1, 1)),
+        ((1, 1, 0), -2, (1, 1, 0)),
+        ((3, 0, 4), -1, (3, 0, 1)),
+    ],
+)
+def test_empty_batch_with_an_alpha_tensor(dtype, shape, dim, alpha_shape):
+    """No rows and alpha a tensor per row (or one broadcast over none): an empty p of x's
+    shape and dtype, and empty gradients of x's and alpha's shapes (the alpha groups,
+    grouped by the distinct values of no rows, raised an IndexError)."""
+    alpha_dtype = F64 if dtype == F64 else torch.float32
+    x = torch.zeros(shape, dtype=dtype, requires_grad=True)
+    alpha = torch.full(alpha_shape, 1.3, dtype=alpha_dtype, requires_grad=True)
+    p = entmax(x, alpha, dim=dim)
+    assert p.shape == shape and p.dtype == dtype
+    p.sum().backward()
+    assert x.grad.shape == shape and alpha.grad.shape == alpha_shape
+    assert float(alpha.grad.abs().sum()) == 0.0
+    rows = torch.zeros(0, 5, dtype=dtype)
+    no_alphas = torch.full((0, 1), 1.3, dtype=alpha_dtype)
+    loss = entmax_loss(rows, torch.zeros(0, dtype=torch.long), no_alphas)
+    assert loss.shape == () and float(loss) == 0.0
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, F64])
 def test_scores_spread_over_the_whole_dtype_range(dtype):
     """Finite scores from -largest to +largest of the dtype: the gaps max - x of the lower

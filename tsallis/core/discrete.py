@@ -2531,7 +2531,7 @@ def _alpha_groups(z: Array, alpha: float | Array, on_host: bool) -> list | None:
     values = np.broadcast_to(values, (*z.shape[:-1], 1)).reshape(rows)
     distinct = np.unique(values)
     limit = T.ALPHA_GROUPS if _eager_cpu(z) else T.ALPHA_GROUPS_OFF_CPU
-    if not np.isfinite(distinct).all():
+    if not distinct.size or not np.isfinite(distinct).all():  # (no rows: the array's loop)
         return None
     if distinct.size > limit:
         # many values on both sides of 2 (on the host): the rows above 2 apart, whose
