@@ -157,6 +157,41 @@ def test_compile_first_float32_takes_both_branches():
             assert float((got - want).abs().max()) <= 1e-5 * float(want.abs().max()), sigma
 
 
+@pytest.mark.parametrize(
+    ("alpha", "count", "outside", "inside"),
+    [(1.25, 1, 1.8, False), (1.5, 16, 1.9, False), (1.25, 4, -1.5, True), (2.0, 8, -1.2, True)],
+)
+def test_float32_rows_anchored_inside_their_support(alpha, count, outside, inside):
+    """float32 rows whose RBFs all sit near or past the support's edge: the float32
+    closed form cancels there (a row of one RBF 1.8 widths outside was 8.2e-5 off,
+    row-relative, at alpha = 5/4; sixteen 1.9 widths outside 1.1e-5 at 3/2), so such
+    calls take the float64 moments; a row with a centre a width or more inside keeps the
+    float32 closed form. Either way rho is within 1e-6 of the row's largest against
+    float64 from the same float32 inputs (RBFs 0.08 half-widths wide, the nearest centre
+    ``outside`` widths past the edge, the others up to 0.5 widths farther; three rows
+    0.05 widths apart)."""
+    torch = pytest.importorskip("torch")
+    from torch_bridge import GaussianRBF, continuous_attention
+
+    scale = torch.full((3,), 1.5, dtype=torch.float64)
+    a = window.half_width(alpha, scale)
+    width = 0.08 * float(a[0])
+    loc = torch.tensor([0.0, 0.05, -0.05], dtype=torch.float64) * width
+    far = outside + 0.5 * torch.arange(count, dtype=torch.float64) / max(count - 1, 1)
+    mu = float(a[0]) + far * width  # past the right edges (0.05 widths apart)
+    s = torch.full((count,), width, dtype=torch.float64)
+    inputs = [t.float() for t in (loc, scale, mu, s)]
+    k = round(1 / (alpha - 1))
+    wide = [t.double() for t in inputs]
+    low = continuous_attention(inputs[0], inputs[1], GaussianRBF(inputs[2], inputs[3]), alpha)
+    high = continuous_attention(wide[0], wide[1], GaussianRBF(wide[2], wide[3]), alpha)
+    rows = (low.double() - high).abs().amax(-1) / high.abs().amax(-1)
+    assert float(rows.max()) <= 1e-6
+    # the route: the float32 closed form exactly where a centre lies a width inside
+    half = window.half_width(alpha, wide[1])
+    assert bool(window.float32_closed_suffices(k, half, wide[0], wide[2], wide[3])) is inside
+
+
 def _mp_moments(alpha: float, c: float, r: float, exact: bool = False) -> list[float]:
     """rho, m1, m2c of one RBF (support units) by mpmath at 50 digits, split at the
     support edges and every RBF width around the centre. m2c with the library's float

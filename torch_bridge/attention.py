@@ -177,10 +177,10 @@ def _forward_moments(
     float32 input stays float32 when alpha = 1 (the Gaussian closed form holds in
     float32 for every input) or when alpha has a window closed form and
     window.float32_closed_suffices (every RBF narrow enough, every row with a
-    centre near its support, and a bounded spread of widths). Everything else is
-    computed in float64: the regimes of the core. The float32 decision is a host read
-    in eager mode on CPU and float64 on other devices in eager mode (no host
-    read). Under torch.compile it is torch.cond, whose branches must agree in
+    centre at least one RBF width inside its support, and a bounded spread of
+    widths). Everything else is computed in float64: the regimes of the core. The
+    float32 decision is a host read in eager mode on CPU and float64 on other devices
+    in eager mode (no host read). Under torch.compile it is torch.cond, whose branches must agree in
     dtype: the general branch's float64 moments are rounded to float32 and the
     backward runs in float32, as on the eager closed-form path (the moments it
     reads are then float32-exact either way).

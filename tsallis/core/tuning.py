@@ -56,10 +56,20 @@ def closed_k(alpha: float) -> int | None:
 # 2000 rows of 64 random widths in [1e-4, r]): k = 1 6.6e-7 at r <= 2, k = 2
 # 4.7e-7 at 0.5, k = 3 3.5e-7 and k = 4 3.8e-7 at 0.2 (k = 4 at 0.5: 8.7e-6).
 FLOAT32_CLOSED_MAX_R = {1: 2.0, 2: 0.5, 3: 0.2, 4: 0.2}
-# ... and only when every row has an RBF centre at most this many RBF widths
-# outside the support, so that the row's largest moment is one the closed form
-# gets to float32 precision (a row whose RBFs are all far away takes float64).
-FLOAT32_ANCHOR_OUT = 2.0
+# ... and only when every row has an RBF centre at most this many RBF widths outside
+# the support (negative: at least that many inside), so that the row's largest moment
+# is one the closed form gets to float32 precision (a row whose RBFs all sit near or
+# past its edges takes float64). Near and past the edge the closed form cancels: rows
+# whose RBFs all lay 1.8-1.9 widths outside were 1.1e-5 (alpha = 3/2, 16 RBFs) and
+# 8.2e-5 (5/4, one RBF) off, row-relative, with the earlier bound of 2 widths outside.
+# Measured with the nearest centre d widths from the edge and the others up to 3 widths
+# beyond it (256 rows, r from 0.01 to the bounds above, alpha = 2, 3/2, 4/3, 5/4), the
+# worst row-relative rho: d = 1 outside 1e-6 to 8e-4, on the edge 3e-7 to 3e-6, half a
+# width inside up to 2e-5 (5/4, r = 0.1), one width inside and deeper at most 9e-7 (r
+# <= 0.95; a wider RBF cannot lie a width inside); 1200 random calls (1 to 8 RBFs,
+# centres within 3 half-widths, r from 0.003), of which 593 pass at -1: at most 5.4e-7
+# (the worst call that passed at 2: 2.5e-6; at 0: 1.0e-6).
+FLOAT32_ANCHOR_OUT = -1.0
 # Compiled, the float32 closed form flushes an edge density exp(-z^2/2) below
 # exp(-FLOAT32_EDGE_FLUSH) (z > 11.3 RBF widths) to 0 (tsallis.core.arrays.edge_exp):
 # products of such values with r^k reach float32's subnormal range, where this CPU's

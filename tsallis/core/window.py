@@ -638,8 +638,9 @@ def float32_closed_suffices(k: int, a: Array, loc: Array, mu: Array, s: Array) -
     a, loc: shape (...,): each row's support half-width and centre (float64); mu, s:
     shape (N,): the RBFs' centres and widths. True when every RBF is at most
     FLOAT32_CLOSED_MAX_R[k] half-widths wide (s <= R a) and every row has a centre at
-    most FLOAT32_ANCHOR_OUT widths outside its support (|mu - loc| - ANCHOR_OUT s <= a),
-    so that the row's largest moment is one the closed form gets to float32 precision,
+    most FLOAT32_ANCHOR_OUT widths outside its support (|mu - loc| - ANCHOR_OUT s <= a;
+    the bound is negative: at least one width inside), so that the row's largest moment
+    is one the closed form gets to float32 precision (near the edge it cancels),
     and the widths spread by at most FLOAT32_WIDTH_RATIO[k] (tsallis.core.tuning).
     Written without 1/a per element: compiled, a row's half-width
     is then formed once, not once per vector of the row.
