@@ -61,6 +61,30 @@ def test_rsample_moments_and_support(alpha):
     assert statistic < 1.63 / (x.numel() ** 0.5)  # 1% level
 
 
+def test_one_dimensional_batches_of_any_shape():
+    """A (2, 3) batch of 1D beta-Gaussians (loc and sigma (2, 3), or sigma (3,)
+    broadcast): batch_shape (2, 3) and the NumPy family's values entry by entry (sigma
+    of shape (2, 3) was read as an N-D Sigma for D = 3 and refused); scale ending in a
+    D x D matrix matching loc's last dimension stays N-D."""
+    gen = torch.Generator().manual_seed(4)
+    loc = torch.randn(2, 3, generator=gen, dtype=F64)
+    for scale in (
+        torch.rand(2, 3, generator=gen, dtype=F64) + 0.5,
+        torch.tensor([0.5, 1.0, 2.0], dtype=F64),
+    ):
+        d = BetaGaussian(1.5, loc, scale)
+        assert d.batch_shape == (2, 3) and d.event_shape == ()
+        x = loc + 0.3 * torch.rand(2, 3, generator=gen, dtype=F64)
+        ref = NumpyBetaGaussian(1.5, loc.numpy(), np.broadcast_to(scale.numpy(), (2, 3)))
+        np.testing.assert_allclose(d.log_prob(x).numpy(), ref.logpdf(x.numpy()), rtol=1e-12)
+        np.testing.assert_allclose(d.entropy().numpy(), ref.tsallis_entropy(), rtol=1e-12)
+        assert d.rsample((5,)).shape == (5, 2, 3)
+    sigma = torch.eye(3, dtype=F64) * 0.5
+    for shared in (sigma, sigma.expand(2, 3, 3)):
+        d = BetaGaussian(1.5, loc, shared)
+        assert d.batch_shape == (2,) and d.event_shape == (3,)
+
+
 def test_multivariate_matches_numpy_and_samples():
     torch.manual_seed(1)
     sigma = np.array([[1.0, 0.3], [0.3, 0.5]])

@@ -176,6 +176,9 @@ class BetaGaussian(Distribution):
     1D: ``scale`` is sigma > 0 (the score is -(t - loc)^2 / (2 sigma^2)); the
     support is [loc - a, loc + a], a the generated half-width. N-D: pass
     ``loc`` (..., D) and ``scale`` = Sigma (..., D, D), symmetric positive definite.
+    Shapes decide: N-D where scale ends in a D x D matrix and loc in D, else a 1D
+    batch; so a 1D batch whose last two dimensions are equal to each other and to
+    loc's last (sigma of shape (3, 3) with loc (3, 3)) reads as N-D: flatten it.
     ``log_prob`` is -inf outside the support (values there are not rejected, as
     in scipy.stats' logpdf); ``entropy`` is the Tsallis alpha-entropy; ``rsample``
     is reparameterized (|z|^2 / R^2 ~ Beta(D/2, 1/(alpha-1) + 1) along a uniform
@@ -239,8 +242,13 @@ class BetaGaussian(Distribution):
             _tensor("loc", loc),
             _tensor("scale", scale),
         )
+        # N-D where scale ends in a square matrix matching loc's last dimension; any
+        # other shapes are a 1D batch (loc and sigma of shape (2, 3) were read as N-D,
+        # D = 3, and refused as a malformed Sigma)
         self.multivariate = (
-            scale_t.dim() >= 2 and loc_t.dim() >= 1 and scale_t.shape[-1] == loc_t.shape[-1]
+            scale_t.dim() >= 2
+            and loc_t.dim() >= 1
+            and scale_t.shape[-1] == scale_t.shape[-2] == loc_t.shape[-1]
         )
         dtype = (
             _dtype(loc, scale)
