@@ -1922,7 +1922,7 @@ def test_empty_batch_with_an_alpha_tensor(dtype, shape, dim, alpha_shape):
     assert p.shape == shape and p.dtype == dtype
     p.sum().backward()
     assert x.grad.shape == shape and alpha.grad.shape == alpha_shape
-    assert float(alpha.grad.abs().sum()) == 0.0
+    assert float(alpha.grad.abs().sum()) == 0.0  # (alpha (1, 1) over no rows: a sum of none)
     rows = torch.zeros(0, 5, dtype=dtype)
     no_alphas = torch.full((0, 1), 1.3, dtype=alpha_dtype)
     loss = entmax_loss(rows, torch.zeros(0, dtype=torch.long), no_alphas)
