@@ -13,7 +13,10 @@ glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_mall
 --raw-malloc leaves it: then every fresh 4 MB temporary is page-faulted, and the
 softmax row alone moved between 0.7 and 3 ms from run to run).
 On the CPU, sparsemax and alpha = 1.3 also run with the loops' prefix start set the
-other way from what this machine's measurement chose (tsallis.core.arrays.partition_pays).
+other way from what this machine's measurement chose (tsallis.core.arrays.partition_pays),
+and alpha = 1.3 with the eager loop alone ("eager loop": its "entmax 1.3" row is the
+compiled kernel that hot CPU calls take, tsallis.core.tuning.FUSED_AFTER_CALLS; the run
+warms it first and prints how long its compile took).
 Then the extra peak memory of one forward + backward at (65536, 1000) (on CUDA, the
 allocator's peak above what was allocated before). On CUDA every timed run ends with a
 synchronize. Not a test.
@@ -25,6 +28,7 @@ import argparse
 import math
 import subprocess
 import sys
+import time
 
 import torch
 from timing import (  # benchmarks/ is on the path when run as a script
@@ -49,19 +53,39 @@ def fwd_bwd(op, x, w):
     return run
 
 
-def with_prefix(op, pays: bool):
-    """op with the CPU loops' prefix start forced on or off (tuning.PARTITION_PAYS; it
-    acts in the forward alone)."""
+def with_tuning(op, name: str, value):
+    """op with tsallis.core.tuning's ``name`` set to ``value`` while it runs."""
 
     def run(v):
-        saved = tuning.PARTITION_PAYS
-        tuning.PARTITION_PAYS = pays
+        saved = getattr(tuning, name)
+        setattr(tuning, name, value)
         try:
             return op(v)
         finally:
-            tuning.PARTITION_PAYS = saved
+            setattr(tuning, name, saved)
 
     return run
+
+
+def with_prefix(op, pays: bool):
+    """op with the CPU loops' prefix start forced on or off (tuning.PARTITION_PAYS; it
+    acts in the forward alone)."""
+    return with_tuning(op, "PARTITION_PAYS", pays)
+
+
+def with_fused(op, after: int | None):
+    """op with tuning.FUSED_AFTER_CALLS set to ``after`` (None: the eager loop only)."""
+    return with_tuning(op, "FUSED_AFTER_CALLS", after)
+
+
+def warm_fused(case) -> float:
+    """Call a case until its compiled kernel runs (tuning.FUSED_AFTER_CALLS calls and one);
+    the seconds the hot call took, the compile included."""
+    for _ in range(tuning.FUSED_AFTER_CALLS or 0):
+        case()
+    start = time.perf_counter()
+    case()
+    return time.perf_counter() - start
 
 
 def synchronized(cases: dict) -> dict:
@@ -115,7 +139,9 @@ def compiled_cases(x: torch.Tensor, w: torch.Tensor) -> dict:
     return cases
 
 
-def peak_mb(alpha: float, device: str) -> float:
+def peak_mb(alpha: float, device: str, fused: bool = False) -> float:
+    """Extra peak memory of one forward + backward at (65536, 1000); ``fused``: by the
+    compiled kernel (tuning.FUSED_AFTER_CALLS = 0, compiled on 2048 rows first)."""
     if device != "cpu":
         x = torch.randn(65536, 1000, device=device, requires_grad=True)
         torch.cuda.synchronize()
@@ -127,7 +153,14 @@ def peak_mb(alpha: float, device: str) -> float:
     code = (
         "import torch, resource\n"
         "from torch_bridge import entmax\n"
-        "x = torch.randn(65536, 1000, requires_grad=True)\n"
+        "from tsallis.core import tuning\n"
+        f"tuning.FUSED_AFTER_CALLS = {0 if fused else None}\n"
+        + (
+            f"entmax(torch.randn(2048, 1000, requires_grad=True), {alpha}).sum().backward()\n"
+            if fused
+            else ""
+        )
+        + "x = torch.randn(65536, 1000, requires_grad=True)\n"
         "base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
         f"entmax(x, {alpha}).sum().backward()\n"
         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024)\n"
@@ -172,7 +205,14 @@ def main() -> None:
         )
         cases[f"sparsemax, start {other}"] = fwd_bwd(with_prefix(sparsemax, not pays), x, w)
         forced13 = with_prefix(lambda v: entmax(v, 1.3), not pays)
-        cases[f"entmax 1.3, start {other}"] = fwd_bwd(forced13, x, w)
+        eager13 = with_fused(forced13, None)
+        cases[f"entmax 1.3, start {other}"] = fwd_bwd(eager13, x, w)
+        cases["entmax 1.3, eager loop"] = fwd_bwd(with_fused(lambda v: entmax(v, 1.3), None), x, w)
+        hot = warm_fused(cases["entmax 1.3"])
+        print(
+            f"entmax 1.3 compiles its fused kernel on call {tuning.FUSED_AFTER_CALLS + 1}"
+            f" (tuning.FUSED_AFTER_CALLS): that call took {hot:.1f} s"
+        )
     if entmax_package is not None:
         cases["package sparsemax"] = fwd_bwd(entmax_package.sparsemax, x, w)
         cases["package entmax15"] = fwd_bwd(entmax_package.entmax15, x, w)
@@ -216,11 +256,17 @@ def main() -> None:
                 .abs()
                 .max()
             )
-            ours = (entmax(x.detach(), 1.3).double() - entmax(x64, 1.3)).abs().max()
-        print(f"alpha = 1.3 float32 worst error: ours {ours:.1e}, package entmax_bisect {err:.1e}")
-    for alpha in (1.5, 1.3):
-        peak = peak_mb(alpha, args.device)
-        print(f"extra peak memory, (65536, 1000), alpha = {alpha}: {peak:.0f} MB")
+            exact = entmax(x64, 1.3)
+            ours = with_fused(lambda v: entmax(v, 1.3), 0)(x.detach()).double() - exact
+            loop = with_fused(lambda v: entmax(v, 1.3), None)(x.detach()).double() - exact
+        print(
+            f"alpha = 1.3 float32 worst error: ours {ours.abs().max():.1e} (fused kernel),"
+            f" {loop.abs().max():.1e} (eager loop), package entmax_bisect {err:.1e}"
+        )
+    for alpha, fused in ((1.5, False), (1.3, False), (1.3, True)):
+        peak = peak_mb(alpha, args.device, fused)
+        how = ", fused kernel" if fused else ""
+        print(f"extra peak memory, (65536, 1000), alpha = {alpha}{how}: {peak:.0f} MB")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from torch_bridge import _compile
+from torch_bridge import _compile, _fused
 from torch_bridge.basis import constant_float
 from torch_bridge.discrete import (
     _batch_first,
@@ -200,9 +200,14 @@ def _forward(
     # step (3-10 steps), also on CUDA, where 64 fixed steps would launch about 3000
     # small kernels. Under torch.compile the loop is a while_loop on the device.
     on_host = not compiling
-    p, s, scale = _core.entmax_map(
-        z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP, slopes=slopes
-    )
+    # hot eager CPU calls at the alphas whose powers are roots: a compiled kernel
+    fused = None if compiling else _fused.entmax_rows(z, top, a, slopes)
+    if fused is not None:
+        p, s, scale = fused
+    else:
+        p, s, scale = _core.entmax_map(
+            z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP, slopes=slopes
+        )
     if has_empty:
         p = p.masked_fill(empty, 0.0)
     if isinstance(s, _core.ColumnSlopes):  # kept along the last axis

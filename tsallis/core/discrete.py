@@ -960,7 +960,7 @@ def _converged(c: Array, total: Array, slope_total: Array, alpha: float, like: A
     xp = _xs.namespace(c)
     eps = float(_xs.native(like).finfo(like.dtype).eps)
     step = _deformed_step(total, slope_total, alpha)
-    return xp.abs(step) <= 2 * eps * xp.maximum(xp.abs(c), 1.0)
+    return xp.abs(step) <= 2 * eps * _xs.at_least(xp.abs(c), 1.0)
 
 
 def _halley_step(

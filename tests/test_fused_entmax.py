@@ -1,0 +1,243 @@
+"""The fixed-step map at the alphas whose powers are roots (tsallis.core.rooted) and the
+compiled kernel that hot eager CPU calls take (torch_bridge._fused).
+
+Oracle: the threshold of sum_i [1 + (alpha - 1)(z_i - max - c)]_+^(1/(alpha - 1)) = 1 by
+200 bisection steps in float64 (typed here from Martins et al. 2020 eq 3, independent of
+the library's Newton loops), on the float32 inputs. Bars: float32 p within 1e-6
+absolute (the issue's), its sum within 1e-6; gradients within 1e-5 of the float64
+gradient's largest entry (float32 with rows of 512 to 1000 entries).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from torch_bridge import _fused, entmax  # noqa: E402
+from tsallis.core import arrays, rooted  # noqa: E402
+from tsallis.core import tuning as T  # noqa: E402
+
+ROOTED = [1.25, 9 / 7, 14 / 11, 1.3, 4 / 3, 1.375, 1.4, 10 / 7]
+
+
+def bisected(z: np.ndarray, alpha: float) -> np.ndarray:
+    """entmax over the last axis, float64, by bisection on the shift (the oracle)."""
+    z = np.asarray(z, dtype=np.float64)
+    gap = z - z.max(axis=-1, keepdims=True)
+    k = 1 / (alpha - 1)
+    lo = np.zeros((*gap.shape[:-1], 1))
+    hi = np.full_like(lo, k)  # (at c = 1/(alpha - 1) every entry is 0)
+    for _ in range(200):
+        mid = (lo + hi) / 2
+        mass = (np.maximum(1 + (alpha - 1) * (gap - mid), 0) ** k).sum(axis=-1, keepdims=True)
+        lo, hi = np.where(mass > 1, mid, lo), np.where(mass > 1, hi, mid)
+    p = np.maximum(1 + (alpha - 1) * (gap - (lo + hi) / 2), 0) ** k
+    return p / p.sum(axis=-1, keepdims=True)
+
+
+def scores(rows: int, size: int, sigma: float, seed: int = 0) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal((rows, size)) * sigma).astype(np.float32)
+
+
+# --- the cube root -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_cube_root_within_two_ulps(lib):
+    x = np.geomspace(2.0**-126, 2.0**122, 200_001).astype(np.float32)
+    exact = np.cbrt(x.astype(np.float64))
+    got = arrays.cube_root(torch.from_numpy(x) if lib == "torch" else x)
+    got = np.asarray(got, dtype=np.float64)
+    assert np.abs(got / exact - 1).max() <= 2.5e-7  # (2 ulps: measured 2.4e-7)
+
+
+def test_cube_root_is_float32_only():
+    with pytest.raises(TypeError, match="float32"):
+        arrays.cube_root(np.ones(3))
+
+
+# --- the fixed-step map, eager (NumPy and Torch) ---------------------------------------
+
+
+@pytest.mark.parametrize("alpha", ROOTED)
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_rooted_rows_against_bisection(alpha, lib):
+    for sigma in (1e-6, 0.1, 1.0, 3.0, 100.0):
+        z = scores(64, 1000, sigma, seed=int(sigma * 7) % 5)
+        v = torch.from_numpy(z) if lib == "torch" else z
+        top = v.max(-1, keepdims=True) if lib == "numpy" else v.amax(-1, keepdim=True)
+        p, s, scale, unsettled = rooted.entmax_rows(v, top, alpha, T.FUSED_STEPS)
+        p, s, scale, unsettled = (np.asarray(a) for a in (p, s, scale, unsettled))
+        want = bisected(z, alpha)
+        assert np.abs(p - want).max() <= 1e-6, (alpha, sigma)
+        assert np.abs(p.sum(-1) - 1).max() <= 1e-6
+        # (at most tuning.STRAGGLERS of the rows, beyond which the Torch face runs its
+        # loop on every row; measured: up to 7 of 256 rows at sigma = 3)
+        assert unsettled.sum() <= T.STRAGGLERS * 64, (alpha, sigma)
+        s_want = want ** (2 - alpha)
+        assert np.abs(s - s_want / s_want.sum(-1, keepdims=True)).max() <= 1e-6
+        assert np.abs(scale - s_want.sum(-1, keepdims=True)).max() <= 1e-5 * scale.max()
+
+
+def test_rooted_rows_at_the_edges():
+    alpha = 1.3
+    z = scores(6, 600, 1.0)
+    z[0, 1:] = -np.inf  # one finite entry
+    z[1] = 3.0  # constant
+    z[2, ::2] = -np.inf
+    z[3, :4] = [1e30, -1e30, 1e29, 0.0]  # spread over 1e30
+    z[4] = np.round(z[4])  # ties
+    z[5] = z[5] * 1e-6 + 1e4  # tiny spread far from 0
+    p, _, _, unsettled = rooted.entmax_rows(z, z.max(-1, keepdims=True), alpha, 3)
+    assert not unsettled.any()
+    assert np.isfinite(p).all()
+    assert np.abs(p - bisected(z, alpha)).max() <= 1e-6
+    assert p[0, 0] == 1 and (p[0, 1:] == 0).all()
+    assert (p[2, ::2] == 0).all()
+
+
+@pytest.mark.parametrize("alpha", [1.5, 2.0, 1.2, 1.31])
+def test_rooted_refuses_other_alphas(alpha):
+    assert not rooted.rooted(alpha)
+    with pytest.raises(TypeError, match="roots"):
+        rooted.entmax_rows(np.zeros((2, 3), np.float32), np.zeros((2, 1), np.float32), alpha, 3)
+
+
+# --- the Torch face's dispatch ---------------------------------------------------------
+
+
+@pytest.fixture
+def fresh(monkeypatch):
+    """The dispatch's state emptied, hot from the first call, restored afterwards."""
+    monkeypatch.setattr(_fused, "_CALLS", {})
+    monkeypatch.setattr(_fused, "_KERNELS", {})
+    monkeypatch.setattr(_fused, "_FAILED", [])
+    monkeypatch.setattr(T, "FUSED_AFTER_CALLS", 0)
+    return monkeypatch
+
+
+@pytest.fixture
+def uncompiled(fresh):
+    """torch.compile replaced by the function itself: the dispatch around the kernel,
+    without a compile's seconds (the compiled kernel has a test of its own)."""
+    fresh.setattr(_fused.torch, "compile", lambda function, **options: function)
+    return fresh
+
+
+def forward_backward(x, alpha, dim=-1, mask=None, seed=0):
+    x = x.detach().clone().requires_grad_(True)
+    p = entmax(x, alpha, dim=dim, mask=mask)
+    w = torch.randn(p.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    (p * w.to(p.dtype)).sum().backward()
+    return p.detach().double(), x.grad.double()
+
+
+def against_float64(x, alpha, dim=-1, mask=None):
+    p, grad = forward_backward(x, alpha, dim, mask)
+    fused = dict(_fused._KERNELS)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(T, "FUSED_AFTER_CALLS", None)
+        p64, grad64 = forward_backward(x.double(), alpha, dim, mask)
+    return (
+        fused,
+        (p - p64).abs().max().item(),
+        ((grad - grad64).abs().max() / grad64.abs().max()).item(),
+    )
+
+
+def test_hot_calls_take_the_kernel(uncompiled):
+    uncompiled.setattr(T, "FUSED_AFTER_CALLS", 2)
+    x = torch.from_numpy(scores(512, 512, 1.0))
+    for call in range(3):
+        kernels, err, grad_err = against_float64(x, 1.3)
+        assert bool(kernels) == (call == 2)
+        assert err <= 1e-6 and grad_err <= 1e-5
+    assert set(_fused._KERNELS) == {(1.3, 512, True)}
+
+
+def test_unsettled_rows_are_finished_by_the_loop(uncompiled):
+    x = torch.from_numpy(scores(512, 512, 2.0))
+    for steps, rows_left in ((2, (1, 64)), (1, (65, 512))):  # (a few; more than 1/8)
+        uncompiled.setattr(T, "FUSED_STEPS", steps)
+        uncompiled.setattr(_fused, "_KERNELS", {})
+        top = x.amax(-1, keepdim=True)
+        left = int(rooted.entmax_rows(x, top, 1.3, steps)[3].sum())
+        assert rows_left[0] <= left <= rows_left[1], left
+        kernels, err, grad_err = against_float64(x, 1.3)
+        assert kernels and err <= 1e-6 and grad_err <= 1e-5
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_kernel_with_masks_infinities_and_other_dims(uncompiled, dtype):
+    z = scores(600, 512, 2.0)
+    z[:, ::7] = -np.inf
+    z[3] = -np.inf
+    x = torch.from_numpy(z).t().to(dtype)  # rows along dim 0, not contiguous
+    mask = torch.from_numpy(np.random.default_rng(1).random((512, 600)) > 0.2)
+    kernels, err, grad_err = against_float64(x, 1.375, dim=0, mask=mask)
+    assert set(kernels) == {(1.375, 512, True)}
+    tol = 1e-6 if dtype == torch.float32 else 4e-3  # (bfloat16's output rounding: 2^-8)
+    assert err <= tol and grad_err <= (1e-5 if dtype == torch.float32 else 1e-2)
+    p = entmax(x, 1.375, dim=0, mask=mask)
+    assert (p[:, 3] == 0).all() and (p[::7] == 0).all() and (p[~mask] == 0).all()
+
+
+def test_calls_the_kernel_does_not_take(uncompiled):
+    x = torch.from_numpy(scores(512, 512, 1.0))
+    calls = [
+        lambda: entmax(x.double(), 1.3),  # float64
+        lambda: entmax(x, 1.5),  # not a rooted alpha
+        lambda: entmax(x, torch.full((512, 1), 1.3)),  # a tensor alpha per row
+        lambda: entmax(x[:100], 1.3),  # 51,200 values
+        lambda: entmax(x[:, :256].contiguous().repeat(4, 1), 1.3),  # rows of 256
+    ]
+    for call in calls:
+        for _ in range(3):
+            call()
+    assert _fused._KERNELS == {}
+
+
+def test_a_failed_compile_warns_once_and_the_loop_runs(fresh):
+    def broken(function, **options):
+        def run(*args):
+            raise RuntimeError("no C++ compiler")
+
+        return run
+
+    fresh.setattr(_fused.torch, "compile", broken)
+    x = torch.from_numpy(scores(512, 512, 1.0))
+    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
+        _, err, grad_err = against_float64(x, 1.3)
+    assert err <= 1e-6 and grad_err <= 1e-5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _, err, _ = against_float64(x, 1.3)
+    assert err <= 1e-6 and len(_fused._FAILED) == 1
+
+
+def test_the_compiled_kernel(fresh):
+    """One real compile (seconds): the compiled kernel against float64, the forward
+    alone and with the backward, then other row counts without a recompile."""
+    x = torch.from_numpy(scores(512, 512, 1.0, seed=3))
+    kernels, err, grad_err = against_float64(x, 1.3)
+    assert set(kernels) == {(1.3, 512, True)}
+    assert err <= 1e-6 and grad_err <= 1e-5
+    compiled = _fused._KERNELS[1.3, 512, True]
+    for rows in (1024, 777):
+        z = scores(rows, 512, 3.0, seed=rows)
+        kernels, err, grad_err = against_float64(torch.from_numpy(z), 1.3)
+        assert _fused._KERNELS[1.3, 512, True] is compiled
+        assert err <= 1e-6 and grad_err <= 1e-5
+    with torch.no_grad():
+        p = entmax(torch.from_numpy(z), 1.3)
+    assert (1.3, 512, False) in _fused._KERNELS
+    assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
+    # vmap's rule runs the Function's forward on the plain batch: the kernel takes it
+    p = torch.func.vmap(lambda row: entmax(row, 1.3))(torch.from_numpy(z))
+    assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
+    assert not _fused._FAILED and math.isfinite(float(p.sum()))
