@@ -96,7 +96,7 @@ def entmax_rows(
     hot, the compile failed (a RuntimeWarning, once a process), or more than
     tuning.STRAGGLERS of the rows unsettled.
 
-    Parameters:
+    Args:
         z: (..., K) scores along the last axis, finite or -inf, each row with a finite
             entry (torch_bridge.entmax._forward's).
         top: (..., 1) z's row maxima.

@@ -494,7 +494,7 @@ def cube_root(x: Array) -> Array:
     whose error is cubed by each (3.2e-2, 1.2e-5, rounding): within 2.5e-7 relative of
     the exact root over 2 10^6 values from 2^-126 to 2^122 (2 ulps).
 
-    Parameters:
+    Args:
         x: float32, each entry a normal number from 2^-126 to 2^122 (0, subnormals,
             inf and NaN give garbage).
 

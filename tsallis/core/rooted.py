@@ -111,7 +111,7 @@ def entmax_rows(
     """alpha-entmax over the last axis by ``steps`` Halley steps and a last evaluation,
     at an alpha that ``rooted`` takes.
 
-    Parameters:
+    Args:
         z: (..., K) float32 scores, finite or -inf, each row with a finite entry.
         top: (..., 1) z's row maxima.
         alpha: a Python float that ``rooted`` takes.
