@@ -28,6 +28,7 @@ __all__ = ["entmax_rows"]
 # calls seen per (alpha, row length, slopes), and the kernels compiled for them
 _CALLS: dict[tuple[float, int, bool], int] = {}
 _KERNELS: dict[tuple[float, int, bool], Callable] = {}
+_RAN: set[Callable] = set()  # the kernels called once (compiled)
 _COUNTED_KEYS = 256  # (a schedule of alphas or lengths: the counts are bounded)
 # the first compile failure (then no kernel is tried again in this process)
 _FAILED: list[str] = []
@@ -81,6 +82,15 @@ def _own_function(number: int, defaults: tuple) -> Callable:
     return types.FunctionType(code, _kernel.__globals__, code.co_name, (None, *defaults))
 
 
+def _quietly(kernel: Callable, *args: torch.Tensor) -> tuple:
+    """A kernel's first call, which compiles it, without Dynamo's notes on tracing
+    array_api_compat's lru_cache'd helpers (harmless; the user called an eager op). Only
+    the first call: catch_warnings swaps the process's filters, which other threads see."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Dynamo detected", UserWarning)
+        return kernel(*args)
+
+
 def _dense(s: torch.Tensor | _discrete.ColumnSlopes, size: int) -> torch.Tensor:
     """s / sum(s) along the whole rows (the eager loop may give them on columns)."""
     if isinstance(s, _discrete.ColumnSlopes):
@@ -123,7 +133,11 @@ def entmax_rows(
         torch._dynamo.mark_dynamic(t, 0)
     try:
         with torch.no_grad():
-            p, s, scale, unsettled = kernel(flat, flat_top)
+            if kernel in _RAN:
+                p, s, scale, unsettled = kernel(flat, flat_top)
+            else:  # (the compile)
+                p, s, scale, unsettled = _quietly(kernel, flat, flat_top)
+                _RAN.add(kernel)
     except Exception as error:  # (any compiler failure: the eager loop)
         _FAILED.append(f"{type(error).__name__}: {error}")
         warnings.warn(
