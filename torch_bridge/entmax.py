@@ -29,7 +29,7 @@ Conventions (those of the ``entmax`` package, extended):
 - Hot eager CPU calls at the alphas whose powers are roots (1.25, 9/7, 14/11, 1.3, 4/3,
   1.375, 1.4, 10/7; float32 work, rows of at least 512, at least 2^18 values) take a
   compiled kernel once the same alpha and row length have come
-  ``tsallis.core.tuning.FUSED_AFTER_CALLS`` (10) times: its first use compiles (2-20 s,
+  ``tsallis.core.tuning.FUSED_AFTER_CALLS`` (10) times: its first use compiles (1-25 s,
   once), after which float32 (1024, 1000) at 1.3 ran forward + backward in 2.9 x
   ``torch.softmax``'s time, where the eager loop took 5.1-5.3 x (torch_bridge._fused).
 """
