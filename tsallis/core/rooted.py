@@ -91,11 +91,17 @@ def _powers(y: Array, chain: Any) -> tuple[Array, Array, Array]:
     return s * y, s, t
 
 
+def _base(gap: Array, c: Array, alpha: float) -> Array:
+    """The state y = 1 + (alpha - 1)(z - max - c), unclamped (p = y^(1/(alpha - 1)) where
+    it is positive, else 0), for the entries' gaps z - max."""
+    return 1 + (alpha - 1) * (gap - c)
+
+
 def _sums(
     gap: Array, c: Array, alpha: float, held: Constants
 ) -> tuple[Array, Array, Array, Array, Array]:
     """(p, s, sum p, sum s, sum t) at the shift c, for the entries' gaps z - max."""
-    y = _xs.at_least(1 + (alpha - 1) * (gap - c), held.floor)
+    y = _xs.at_least(_base(gap, c, alpha), held.floor)
     p, s, t = _powers(y, held.chain)
     return p, s, _xs.row_sum(p), _xs.row_sum(s), _xs.row_sum(t)
 
@@ -157,7 +163,7 @@ def entmax_rows(
         c = xp.where(inside, moved, (lo + hi) / 2)
     p, s, total, slope, _ = _sums(gap, c, alpha, held)
     unsettled = ~_converged(c, total, slope, alpha, z)
-    live = 1 + (alpha - 1) * (gap - c) > 0
+    live = _base(gap, c, alpha) > 0
     p = xp.where(live, p, 0.0)
     p = p / _xs.row_sum(p)
     if not slopes:
