@@ -13,10 +13,11 @@ glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_mall
 --raw-malloc leaves it: then every fresh 4 MB temporary is page-faulted, and the
 softmax row alone moved between 0.7 and 3 ms from run to run).
 On the CPU, sparsemax and alpha = 1.3 also run with the loops' prefix start set the
-other way from what this machine's measurement chose (tsallis.core.arrays.partition_pays),
-and alpha = 1.3 with the eager loop alone ("eager loop": its "entmax 1.3" row is the
-compiled kernel that hot CPU calls take, tsallis.core.tuning.FUSED_AFTER_CALLS; the run
-warms it first and prints how long its compile took).
+other way from what this machine's measurement chose (tsallis.core.arrays.partition_pays).
+The "entmax 1.5" and "entmax 1.3" rows are the compiled kernel that hot calls take
+(tsallis.core.tuning.FUSED_AFTER_CALLS; the run warms each first and prints how long
+its compile took), "entmax 1.5, sorted" and "entmax 1.3, eager loop" the eager paths
+that cold calls take (3/2's closed-form threshold on sorted rows; the Newton loop).
 Then the extra peak memory of one forward + backward at (65536, 1000) (on CUDA, the
 allocator's peak above what was allocated before). On CUDA every timed run ends with a
 synchronize. Not a test.
@@ -143,11 +144,14 @@ def peak_mb(alpha: float, device: str, fused: bool = False) -> float:
     """Extra peak memory of one forward + backward at (65536, 1000); ``fused``: by the
     compiled kernel (tuning.FUSED_AFTER_CALLS = 0, compiled on 2048 rows first)."""
     if device != "cpu":
+        op = with_fused(lambda v: entmax(v, alpha), 0 if fused else None)
+        if fused:
+            op(torch.randn(2048, 1000, device=device, requires_grad=True)).sum().backward()
         x = torch.randn(65536, 1000, device=device, requires_grad=True)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         base = torch.cuda.memory_allocated()
-        entmax(x, alpha).sum().backward()
+        op(x).sum().backward()
         torch.cuda.synchronize()
         return (torch.cuda.max_memory_allocated() - base) / 2**20
     code = (
@@ -207,10 +211,12 @@ def main() -> None:
         forced13 = with_prefix(lambda v: entmax(v, 1.3), not pays)
         eager13 = with_fused(forced13, None)
         cases[f"entmax 1.3, start {other}"] = fwd_bwd(eager13, x, w)
-        cases["entmax 1.3, eager loop"] = fwd_bwd(with_fused(lambda v: entmax(v, 1.3), None), x, w)
-        hot = warm_fused(cases["entmax 1.3"])
+    cases["entmax 1.5, sorted"] = fwd_bwd(with_fused(lambda v: entmax(v, 1.5), None), x, w)
+    cases["entmax 1.3, eager loop"] = fwd_bwd(with_fused(lambda v: entmax(v, 1.3), None), x, w)
+    for name in ("entmax 1.5", "entmax 1.3"):
+        hot = warm_fused(cases[name])
         print(
-            f"entmax 1.3 compiles its fused kernel on call {tuning.FUSED_AFTER_CALLS + 1}"
+            f"{name} compiles its fused kernel on call {tuning.FUSED_AFTER_CALLS + 1}"
             f" (tuning.FUSED_AFTER_CALLS): that call took {hot:.1f} s"
         )
     if entmax_package is not None:
@@ -241,7 +247,8 @@ def main() -> None:
     )
     print(f"{'what':<28} {'ms':>8} {'x softmax':>10} {'x package':>10} {'x F':>7} {'x N':>6}")
     peers = {"sparsemax": "package sparsemax", "entmax 1.5": "package entmax15"}
-    peers["entmax 1.3"] = "package entmax_bisect 1.3"
+    peers["entmax 1.5, sorted"] = "package entmax15"
+    peers["entmax 1.3"] = peers["entmax 1.3, eager loop"] = "package entmax_bisect 1.3"
     for name, value in t.items():
         peer = t.get(peers.get(name, ""), float("nan"))
         print(
@@ -250,20 +257,19 @@ def main() -> None:
         )
     if entmax_package is not None:
         with torch.no_grad():
-            x64 = x.detach().double()
-            err = (
-                (entmax_package.entmax_bisect(x.detach(), 1.3).double() - entmax(x64, 1.3))
-                .abs()
-                .max()
-            )
-            exact = entmax(x64, 1.3)
-            ours = with_fused(lambda v: entmax(v, 1.3), 0)(x.detach()).double() - exact
-            loop = with_fused(lambda v: entmax(v, 1.3), None)(x.detach()).double() - exact
-        print(
-            f"alpha = 1.3 float32 worst error: ours {ours.abs().max():.1e} (fused kernel),"
-            f" {loop.abs().max():.1e} (eager loop), package entmax_bisect {err:.1e}"
-        )
-    for alpha, fused in ((1.5, False), (1.3, False), (1.3, True)):
+            for alpha, peer in ((1.5, entmax_package.entmax15), (1.3, None)):
+                x32 = x.detach()
+                exact = entmax(x32.double(), alpha)
+                if peer is None:
+                    peer = lambda v: entmax_package.entmax_bisect(v, 1.3)  # noqa: E731
+                theirs = (peer(x32).double() - exact).abs().max()
+                ours = with_fused(lambda v, a=alpha: entmax(v, a), 0)(x32).double() - exact
+                eager = with_fused(lambda v, a=alpha: entmax(v, a), None)(x32).double() - exact
+                print(
+                    f"alpha = {alpha} float32 worst error: ours {ours.abs().max():.1e} (fused"
+                    f" kernel), {eager.abs().max():.1e} (eager path), package {theirs:.1e}"
+                )
+    for alpha, fused in ((1.5, False), (1.5, True), (1.3, False), (1.3, True)):
         peak = peak_mb(alpha, args.device, fused)
         how = ", fused kernel" if fused else ""
         print(f"extra peak memory, (65536, 1000), alpha = {alpha}{how}: {peak:.0f} MB")

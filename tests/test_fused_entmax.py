@@ -1,5 +1,5 @@
-"""The fixed-step map at the alphas whose powers are roots (tsallis.core.rooted) and the
-compiled kernel that hot eager CPU calls take (torch_bridge._fused).
+"""The fixed-step map at the alphas whose powers are roots or whole (tsallis.core.rooted)
+and the compiled kernel that hot eager calls take (torch_bridge._fused).
 
 Oracle: the threshold of sum_i [1 + (alpha - 1)(z_i - max - c)]_+^(1/(alpha - 1)) = 1 by
 200 bisection steps in float64 (typed here from Martins et al. 2020 eq 3, independent of
@@ -22,7 +22,7 @@ from torch_bridge import _fused, entmax  # noqa: E402
 from tsallis.core import arrays, rooted  # noqa: E402
 from tsallis.core import tuning as T  # noqa: E402
 
-ROOTED = [1.25, 9 / 7, 14 / 11, 1.3, 4 / 3, 1.375, 1.4, 10 / 7]
+ROOTED = [1.25, 9 / 7, 14 / 11, 1.3, 4 / 3, 1.375, 1.4, 10 / 7, 1.5]
 
 
 def bisected(z: np.ndarray, alpha: float) -> np.ndarray:
@@ -101,7 +101,7 @@ def test_rooted_rows_at_the_edges():
     assert (p[2, ::2] == 0).all()
 
 
-@pytest.mark.parametrize("alpha", [1.5, 2.0, 1.2, 1.31])
+@pytest.mark.parametrize("alpha", [2.0, 1.2, 1.31, 1.6])
 def test_rooted_refuses_other_alphas(alpha):
     assert not rooted.rooted(alpha)
     with pytest.raises(TypeError, match="roots"):
@@ -158,7 +158,7 @@ def test_hot_calls_take_the_kernel(uncompiled):
         kernels, err, grad_err = against_float64(x, 1.3)
         assert bool(kernels) == (call == 2)
         assert err <= 1e-6 and grad_err <= 1e-5
-    assert set(_fused._KERNELS) == {(1.3, 512, True)}
+    assert set(_fused._KERNELS) == {(1.3, 512, True, "cpu")}
 
 
 def test_unsettled_rows_are_finished_by_the_loop(uncompiled):
@@ -181,7 +181,7 @@ def test_kernel_with_masks_infinities_and_other_dims(uncompiled, dtype):
     x = torch.from_numpy(z).t().to(dtype)  # rows along dim 0, not contiguous
     mask = torch.from_numpy(np.random.default_rng(1).random((512, 600)) > 0.2)
     kernels, err, grad_err = against_float64(x, 1.375, dim=0, mask=mask)
-    assert set(kernels) == {(1.375, 512, True)}
+    assert set(kernels) == {(1.375, 512, True, "cpu")}
     tol = 1e-6 if dtype == torch.float32 else 4e-3  # (bfloat16's output rounding: 2^-8)
     assert err <= tol and grad_err <= (1e-5 if dtype == torch.float32 else 1e-2)
     p = entmax(x, 1.375, dim=0, mask=mask)
@@ -192,7 +192,7 @@ def test_calls_the_kernel_does_not_take(uncompiled):
     x = torch.from_numpy(scores(512, 512, 1.0))
     calls = [
         lambda: entmax(x.double(), 1.3),  # float64
-        lambda: entmax(x, 1.5),  # not a rooted alpha
+        lambda: entmax(x, 1.6),  # not a rooted alpha
         lambda: entmax(x, torch.full((512, 1), 1.3)),  # a tensor alpha per row
         lambda: entmax(x[:100], 1.3),  # 51,200 values
         lambda: entmax(x[:, :256].contiguous().repeat(4, 1), 1.3),  # rows of 256
@@ -229,19 +229,105 @@ def test_the_compiled_kernel(fresh):
         warnings.simplefilter("always")
         kernels, err, grad_err = against_float64(x, 1.3)
     assert not [w for w in seen if "Dynamo" in str(w.message)]  # (its notes are ours)
-    assert set(kernels) == {(1.3, 512, True)}
+    assert set(kernels) == {(1.3, 512, True, "cpu")}
     assert err <= 1e-6 and grad_err <= 1e-5
-    compiled = _fused._KERNELS[1.3, 512, True]
+    compiled = _fused._KERNELS[1.3, 512, True, "cpu"]
     for rows in (1024, 777):
         z = scores(rows, 512, 3.0, seed=rows)
         kernels, err, grad_err = against_float64(torch.from_numpy(z), 1.3)
-        assert _fused._KERNELS[1.3, 512, True] is compiled
+        assert _fused._KERNELS[1.3, 512, True, "cpu"] is compiled
         assert err <= 1e-6 and grad_err <= 1e-5
     with torch.no_grad():
         p = entmax(torch.from_numpy(z), 1.3)
-    assert (1.3, 512, False) in _fused._KERNELS
+    assert (1.3, 512, False, "cpu") in _fused._KERNELS
     assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
     # vmap's rule runs the Function's forward on the plain batch: the kernel takes it
     p = torch.func.vmap(lambda row: entmax(row, 1.3))(torch.from_numpy(z))
     assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
     assert not _fused._FAILED and math.isfinite(float(p.sum()))
+
+
+def test_three_halves_takes_the_kernel(uncompiled):
+    """alpha = 3/2 (whole powers: p = y^2, s = y, t = 1 on the support) by the kernel."""
+    for sigma in (1e-6, 1.0, 3.0, 100.0):
+        x = torch.from_numpy(scores(512, 600, sigma, seed=int(sigma) % 7))
+        uncompiled.setattr(_fused, "_KERNELS", {})
+        kernels, err, grad_err = against_float64(x, 1.5)
+        assert set(kernels) == {(1.5, 600, True, "cpu")}
+        assert err <= 1e-6 and grad_err <= 1e-5, sigma
+
+
+def test_off_the_cpu_a_failed_compile_retries_with_opaque_sums(uncompiled):
+    """Off the CPU a kernel whose compile fails is built again with the row sums left
+    to Torch's own kernels (arrays.OPAQUE_ROW_SUM), and that one runs."""
+    key = (1.3, 512, True, "cuda")
+    z = scores(64, 512, 1.0)
+    x = torch.from_numpy(z)
+
+    def broken(*args):
+        raise RuntimeError("operand does not dominate this use")
+
+    _fused._KERNELS[key] = broken
+    p, _, _, check = _fused._first_call(key, broken, x)
+    retried = _fused._KERNELS[key]
+    assert retried is not broken and retried.__defaults__[-1].fused_sums is False
+    assert retried in _fused._RAN and not _fused._FAILED
+    assert (check[:, 0] == x.amax(-1)).all() and not check[:, 1].any()
+    assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
+
+
+def test_on_the_cpu_a_failed_compile_is_not_retried(uncompiled):
+    key = (1.3, 512, True, "cpu")
+    x = torch.from_numpy(scores(64, 512, 1.0))
+
+    def broken(*args):
+        raise RuntimeError("no C++ compiler")
+
+    _fused._KERNELS[key] = broken
+    with pytest.warns(RuntimeWarning, match="no C\\+\\+ compiler"):
+        assert _fused._first_call(key, broken, x) is None
+    assert _fused._KERNELS[key] is broken and len(_fused._FAILED) == 1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("alpha", [1.3, 1.5])
+def test_cuda_hot_calls_take_the_compiled_kernel(fresh, alpha):
+    """On a GPU (Triton): the compiled kernel against float64 on the CPU, forward and
+    gradient, at (1024, 1000) and another row count, and rows it leaves unsettled."""
+    for rows, sigma in ((1024, 1.0), (300, 3.0), (512, 0.01)):
+        z = torch.from_numpy(scores(rows, 1000, sigma, seed=rows))
+        x = z.cuda().requires_grad_(True)
+        w = torch.randn(z.shape, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+        p = entmax(x, alpha)
+        (p * w.cuda().float()).sum().backward()
+        z64 = z.double().requires_grad_(True)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(T, "FUSED_AFTER_CALLS", None)
+            p64 = entmax(z64, alpha)
+            (p64 * w).sum().backward()
+        assert (alpha, 1000, True, "cuda") in _fused._KERNELS and not _fused._FAILED
+        assert (p.detach().cpu().double() - p64.detach()).abs().max() <= 1e-6
+        err = (x.grad.cpu().double() - z64.grad).abs().max() / z64.grad.abs().max()
+        assert err <= 1e-5, (rows, sigma)
+
+
+def test_hot_calls_check_their_input(uncompiled):
+    """The kernel's own check (the row maxima's sum, read with the unsettled rows): NaN
+    and +inf raise the eager path's ValueError, a row without a finite entry (masked)
+    gives zeros, and the kernel's output for the other rows is the same."""
+    z = scores(512, 512, 1.0)
+    for bad in (math.nan, math.inf):
+        y = z.copy()
+        y[7, 3] = bad
+        with pytest.raises(ValueError, match="NaN"):
+            entmax(torch.from_numpy(y), 1.3)
+    mask = torch.ones(512, 512, dtype=torch.bool)
+    mask[5] = False
+    x = torch.from_numpy(z)
+    _, err, grad_err = against_float64(x, 1.3, mask=mask)
+    assert err <= 1e-6 and grad_err <= 1e-5
+    p = entmax(x, 1.3, mask=mask)
+    assert (p[5] == 0).all() and abs(float(p.sum()) - 511) <= 1e-3
+    unmasked = entmax(x, 1.3)
+    assert set(_fused._KERNELS) == {(1.3, 512, slopes, "cpu") for slopes in (True, False)}
+    assert (p[:5] - unmasked[:5]).abs().max() <= 1e-7

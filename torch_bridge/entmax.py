@@ -183,6 +183,14 @@ def _forward(
     a = alpha if isinstance(alpha, float) else _moved(_as(alpha, work), dim, -1)
     if mask is not None:
         z = z.masked_fill(~_moved(mask.expand_as(x), dim, -1), float("-inf"))
+    # hot eager calls at the alphas whose powers are roots (or whole, 3/2): a compiled
+    # kernel, which forms the row maxima and their check itself (else None)
+    fused = None if compiling else _fused.entmax_rows(z, a, slopes)
+    if fused is not None:
+        p, s, scale = fused
+        if s is None:
+            return _moved(p, -1, dim), None, None
+        return _moved(p, -1, dim), _moved(s, -1, dim), _moved(scale, -1, dim)
     # the row maxima hold every check: NaN and +inf propagate to them, and a row
     # without a valid entry has maximum -inf
     top = z.amax(-1, keepdim=True) if z.shape[-1] else z.sum(-1, keepdim=True)
@@ -206,14 +214,9 @@ def _forward(
     # step (3-10 steps), also on CUDA, where 64 fixed steps would launch about 3000
     # small kernels. Under torch.compile the loop is a while_loop on the device.
     on_host = not compiling
-    # hot eager CPU calls at the alphas whose powers are roots: a compiled kernel
-    fused = None if compiling else _fused.entmax_rows(z, top, a, slopes)
-    if fused is not None:
-        p, s, scale = fused
-    else:
-        p, s, scale = _core.entmax_map(
-            z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP, slopes=slopes
-        )
+    p, s, scale = _core.entmax_map(
+        z, a, None if on_host else 64, on_host, top=top, loop=_WHILE_LOOP, slopes=slopes
+    )
     if has_empty:
         p = p.masked_fill(empty, 0.0)
     if isinstance(s, _core.ColumnSlopes):  # kept along the last axis

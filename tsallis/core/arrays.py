@@ -812,9 +812,12 @@ def _opaque(x: Any) -> bool:
     )
 
 
-def row_sum(x: Array) -> Array:
+def row_sum(x: Array, fused: bool = False) -> Array:
     """The sum over the last axis, kept as an axis of length 1 (a tensor: Torch's own sum,
     without array_api_compat's wrapper, which cost about 10 us a call in the Newton loop).
+    ``fused``: Inductor's own sum under torch.compile off the CPU too, where it is
+    otherwise OPAQUE_ROW_SUM (the fixed-step map of tsallis.core.rooted, whose graph
+    has no Newton loop's row updates, asks for it).
 
     Examples:
         >>> import numpy as np
@@ -823,7 +826,7 @@ def row_sum(x: Array) -> Array:
                [7.]])
     """
     if is_torch_array(x):
-        return OPAQUE_ROW_SUM(x) if _opaque(x) else x.sum(-1, keepdim=True)
+        return OPAQUE_ROW_SUM(x) if not fused and _opaque(x) else x.sum(-1, keepdim=True)
     return namespace(x).sum(x, axis=-1, keepdims=True)
 
 

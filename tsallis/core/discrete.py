@@ -1109,13 +1109,14 @@ def _mean_start(
     return xp.where(alpha <= 2, jensen, lo)
 
 
-def _mean_gap(z: Array, top: Array, to_book: Callable) -> Array:
+def _mean_gap(z: Array, top: Array, to_book: Callable, total: Array | None = None) -> Array:
     """max - mean per row (..., 1), in the loop's namespace as ``top``, the row maxima:
     +inf on a row with a -inf entry, and where the row sum overflows (finite entries
     near the dtype's largest of both signs summed to NaN, and the shift to NaN
-    everywhere; of one sign to +-inf): +inf, whose start is the bracket's end ``lo``."""
+    everywhere; of one sign to +-inf): +inf, whose start is the bracket's end ``lo``.
+    ``total``: z's row sum, when the caller formed it (rooted's, in top's namespace)."""
     xp = _xs.namespace(top)
-    total = to_book(_xs.row_sum(z))
+    total = to_book(_xs.row_sum(z)) if total is None else total
     return xp.where(xp.isfinite(total), top - total / z.shape[-1], xp.inf)
 
 

@@ -2,10 +2,12 @@
 
 At the alphas of _rational_power (1.25, 9/7, 14/11, 1.3, 4/3, 1.375, 1.4, 10/7) every
 power of the state y = 1 + (alpha - 1)(z - max - c) that the map and Halley's step need
-is y's square or cube root times whole powers of y, so an evaluation at a shift c is a
-root, a few multiplications and three row sums, with no data-dependent control flow:
-Inductor fuses each evaluation into one pass over each row. The Torch face compiles
-``entmax_rows`` for its eager CPU calls once they are hot (torch_bridge.entmax); the
+is y's square or cube root times whole powers of y, and at alpha = 3/2 they are whole
+(p = y^2, s = y), so an evaluation at a shift c is at most a root, a few
+multiplications and three row sums, with no data-dependent control flow: Inductor fuses
+each evaluation into one pass over each row. The Torch face compiles ``entmax_rows``
+for its hot eager calls (torch_bridge._fused; 3/2 on a GPU alone, where its
+sort-based threshold costs a sort and a dozen launches); the
 steps (Halley's on log_{2-alpha}(sum p), safeguarded by a bracket) and the start
 (Jensen's bound) are the Newton loop's own (tsallis.core.discrete), taken a fixed
 number of times; the rows whose last Newton step is not within 2 ulps of the shift are
@@ -19,6 +21,7 @@ from typing import Any, NamedTuple
 
 from tsallis.core import arrays as _xs
 from tsallis.core.discrete import (
+    _Chain,
     _converged,
     _deformed_step,
     _halley_step,
@@ -32,14 +35,24 @@ __all__ = ["Constants", "constants", "entmax_rows", "rooted"]
 Array = Any  # a NumPy array or a Torch tensor
 
 
+# alpha = 3/2: s = p^(1/2) = y, p = y^2, and Halley's t = s / y = 1 on the support
+_WHOLE_SQUARE = _Chain(1, 0, 1)
+
+
+def _chain(alpha: float) -> _Chain | None:
+    """s's power of the state as a chain (discrete._rational_power's, or 3/2's)."""
+    return _WHOLE_SQUARE if alpha == 1.5 else _rational_power(alpha)
+
+
 def rooted(alpha: float) -> bool:
-    """Whether ``entmax_rows`` takes this Python-float alpha (its powers are roots).
+    """Whether ``entmax_rows`` takes this Python-float alpha (its powers are roots, or
+    whole at 3/2).
 
     Examples:
-        >>> rooted(1.3), rooted(1.5)
-        (True, False)
+        >>> rooted(1.3), rooted(1.5), rooted(1.6)
+        (True, True, False)
     """
-    return isinstance(alpha, float) and _rational_power(alpha) is not None
+    return isinstance(alpha, float) and _chain(alpha) is not None
 
 
 class Constants(NamedTuple):
@@ -49,11 +62,13 @@ class Constants(NamedTuple):
     chain: Any  # discrete._Chain: s's power as whole + part / root
     floor: float  # the state's lower clamp (see ``constants``)
     upper: float  # the bracket's upper end, -log_{2-alpha}(1/K) (discrete._upper_shift)
+    fused_sums: bool = True  # Torch's own row sums under torch.compile (arrays.row_sum)
 
 
-def constants(alpha: float, size: int, like: Array) -> Constants:
+def constants(alpha: float, size: int, like: Array, fused_sums: bool = True) -> Constants:
     """entmax_rows's host values for ``alpha`` (which ``rooted`` takes), rows of ``size``
-    entries and the dtype of the array ``like``.
+    entries and the dtype of the array ``like``; ``fused_sums=False`` leaves the row sums
+    opaque to Inductor off the CPU, as the rest of the core's are (arrays.OPAQUE_ROW_SUM).
 
     The floor is the smallest power of two whose p = y^(1/(alpha - 1)) is a normal
     number. Subnormal products cost: a compiled float32 evaluation at 1.3 of (1024,
@@ -70,15 +85,19 @@ def constants(alpha: float, size: int, like: Array) -> Constants:
         raise TypeError(f"alpha must be a Python float whose powers are roots, got {alpha!r}")
     tiny = float(_xs.native(like).finfo(like.dtype).smallest_normal)
     floor = 2.0 ** math.ceil(math.log2(tiny) * (alpha - 1))
-    return Constants(_rational_power(alpha), floor, _upper_shift(size, alpha))
+    return Constants(_chain(alpha), floor, _upper_shift(size, alpha), fused_sums)
 
 
-def _powers(y: Array, chain: Any) -> tuple[Array, Array, Array]:
+def _powers(y: Array, held: Constants) -> tuple[Array, Array, Array]:
     """(p, s, t) = y^k, y^(k-1), y^(k-2), k = 1/(alpha - 1), by the rational chain of s's
-    power (_rational_power): t = y^(whole - 1) r^part, r y's square or cube root
-    (arrays.cube_root), then s = t y and p = s y."""
-    whole, part, root = chain
+    power (_chain): t = y^(whole - 1) r^part, r y's square or cube root
+    (arrays.cube_root), then s = t y and p = s y. At 3/2, t = y^0 is 1 on the support
+    and 0 at the floor (the clamped entries, whose t must not count in Halley's sum)."""
+    whole, part, root = held.chain
     xp = _xs.namespace(y)
+    if whole == 1 and not part:
+        t = xp.astype(y > held.floor, y.dtype)
+        return y * y, y, t
     if part:
         t = xp.sqrt(y) if root == 2 else _xs.cube_root(y)
         t = t * t if part == 2 else t
@@ -97,13 +116,18 @@ def _base(gap: Array, c: Array, alpha: float) -> Array:
     return 1 + (alpha - 1) * (gap - c)
 
 
+def _row_sum(x: Array, held: Constants) -> Array:
+    """The row sum, Inductor's own under torch.compile where ``held`` says so."""
+    return _xs.row_sum(x, fused=held.fused_sums)
+
+
 def _sums(
     gap: Array, c: Array, alpha: float, held: Constants
 ) -> tuple[Array, Array, Array, Array, Array]:
     """(p, s, sum p, sum s, sum t) at the shift c, for the entries' gaps z - max."""
     y = _xs.at_least(_base(gap, c, alpha), held.floor)
-    p, s, t = _powers(y, held.chain)
-    return p, s, _xs.row_sum(p), _xs.row_sum(s), _xs.row_sum(t)
+    p, s, t = _powers(y, held)
+    return p, s, _row_sum(p, held), _row_sum(s, held), _row_sum(t, held)
 
 
 def entmax_rows(
@@ -150,7 +174,7 @@ def entmax_rows(
     # Jensen's bound on the mean (discrete._mean_start): a lower bound of the shift
     lo = xp.zeros_like(top)
     hi = lo + held.upper
-    c = xp.minimum(xp.maximum(lo, hi - _mean_gap(z, top, lambda v: v)), hi)
+    c = xp.minimum(xp.maximum(lo, hi - _mean_gap(z, top, None, _row_sum(z, held))), hi)
     for _ in range(steps):
         _, _, total, slope, bent = _sums(gap, c, alpha, held)
         step, _, _ = _halley_step(_deformed_step(total, slope, alpha), total, slope, bent, alpha)
@@ -165,9 +189,9 @@ def entmax_rows(
     unsettled = ~_converged(c, total, slope, alpha, z)
     live = _base(gap, c, alpha) > 0
     p = xp.where(live, p, 0.0)
-    p = p / _xs.row_sum(p)
+    p = p / _row_sum(p, held)
     if not slopes:
         return p, None, None, unsettled
     s = xp.where(live, s, 0.0)
-    scale = _xs.row_sum(s)
+    scale = _row_sum(s, held)
     return p, s / scale, scale, unsettled

@@ -616,21 +616,26 @@ ABOVE_TWO_LARGEST = (8, 64)
 ALPHA_GROUPS = 16
 ALPHA_GROUPS_OFF_CPU = 4
 
-# Hot eager CPU calls of entmax at the alphas whose powers are roots (tsallis.core.rooted:
-# 1.25, 9/7, 14/11, 1.3, 4/3, 1.375, 1.4, 10/7), float32 or computed in float32, on rows
-# of at least FUSED_MIN_LENGTH entries and calls of at least FUSED_MIN_ELEMENTS values:
-# once the same (alpha, row length, forward alone or not) has come FUSED_AFTER_CALLS
-# times in a process, the Torch face compiles rooted.entmax_rows (torch.compile, Inductor's
-# C++ on the CPU; static row length, any number of rows) and runs it from then on, at
+# Hot eager calls of entmax at the alphas whose powers are roots (tsallis.core.rooted:
+# 1.25, 9/7, 14/11, 1.3, 4/3, 1.375, 1.4, 10/7) or whole (3/2), on the CPU or a CUDA
+# device, float32 or computed in float32, on rows of at least FUSED_MIN_LENGTH entries
+# and calls of at least FUSED_MIN_ELEMENTS values: once the same (alpha, row length,
+# forward alone or not, device type) has come FUSED_AFTER_CALLS times in a process, the
+# Torch face compiles rooted.entmax_rows (torch.compile: Inductor's C++ on the CPU,
+# Triton on a GPU; static row length, any number of rows) and runs it from then on, at
 # most FUSED_KERNELS kernels a process; None: never. Its FUSED_STEPS Halley steps from
 # Jensen's bound settle float32 N(0, sigma^2) rows of 1000 at every such alpha for sigma
 # from 1e-6 to 100, except up to 7 of 256 at sigma = 3, which the eager loop finishes
-# (torch_bridge._fused). The compile takes seconds (measured, AMD EPYC, 2 threads:
-# 24 s in a fresh environment, 2 s once Inductor's cache on disk holds the kernel),
-# hence the wait for a hot call: a call or two in a session never compiles. A compile
-# that fails (no C++ compiler) warns once and leaves the eager loop.
+# (torch_bridge._fused); at 3/2, 3 of (1024, 1000) N(0, 1) rows are left after 3 steps
+# and none after 4. On a GPU a step is arithmetic inside the kernel's pass over each
+# row, where each row the eager loop finishes costs its launches and host reads: there
+# the kernel takes FUSED_STEPS_OFF_CPU steps. The compile takes seconds (measured, AMD
+# EPYC, 2 threads: 24 s in a fresh environment, 2 s once Inductor's cache on disk holds
+# the kernel), hence the wait for a hot call: a call or two in a session never
+# compiles. A compile that fails (no C++ compiler) warns once and leaves the eager loop.
 FUSED_AFTER_CALLS: int | None = 10
 FUSED_STEPS = 3
+FUSED_STEPS_OFF_CPU = 4
 FUSED_KERNELS = 8
 FUSED_MIN_LENGTH = 512
 FUSED_MIN_ELEMENTS = 1 << 18
