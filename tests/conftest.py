@@ -34,7 +34,7 @@ def pytest_configure(config):
     # which the NumPy tests run: off here, so that the tests of the Torch ops run Torch's
     # operations on their small inputs; the test of the views sets it back.
     tuning.NUMPY_NEWTON_ELEMENTS = 0
-    # Hot eager CPU calls at rooted alphas compile a fused kernel (tuning.FUSED_AFTER_CALLS,
+    # Hot eager calls at rooted alphas (and 3/2) compile a fused kernel (tuning.FUSED_AFTER_CALLS,
     # counted per process): off here, so that which path a test runs does not depend on
     # how many large calls its worker made before it; tests/test_fused_entmax.py turns it
     # on for its own tests.

@@ -5,9 +5,10 @@ power of the state y = 1 + (alpha - 1)(z - max - c) that the map and Halley's st
 is y's square or cube root times whole powers of y, and at alpha = 3/2 they are whole
 (p = y^2, s = y), so an evaluation at a shift c is at most a root, a few
 multiplications and three row sums, with no data-dependent control flow: Inductor fuses
-each evaluation into one pass over each row. The Torch face compiles ``entmax_rows``
-for its hot eager calls (torch_bridge._fused; 3/2 on a GPU alone, where its
-sort-based threshold costs a sort and a dozen launches); the
+each evaluation into one pass over each row (on a GPU the whole map into one Triton
+kernel). The Torch face compiles ``entmax_rows`` for its hot eager calls
+(torch_bridge._fused; at 3/2 it took the place of the sort-based threshold there: a
+sort and a dozen launches on a GPU, and slower on the CPU too, measured); the
 steps (Halley's on log_{2-alpha}(sum p), safeguarded by a bracket) and the start
 (Jensen's bound) are the Newton loop's own (tsallis.core.discrete), taken a fixed
 number of times; the rows whose last Newton step is not within 2 ulps of the shift are
