@@ -276,6 +276,30 @@ def test_off_the_cpu_a_failed_compile_retries_with_opaque_sums(uncompiled):
     assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
 
 
+def test_off_the_cpu_both_failures_are_reported(uncompiled):
+    key = (1.3, 512, True, "cuda")
+    x = torch.from_numpy(scores(64, 512, 1.0))
+
+    def broken(*args):
+        raise RuntimeError("operand does not dominate this use")
+
+    uncompiled.setattr(_fused.torch, "compile", lambda function, **options: broken)
+    with pytest.warns(RuntimeWarning, match="dominate this use; then RuntimeError"):
+        assert _fused._first_call(key, broken, x) is None
+    assert len(_fused._FAILED) == 1
+
+
+def test_the_first_call_leaves_the_callers_tensor_unmarked(uncompiled):
+    """The compile marks the rows dynamic on a view, not on the caller's own tensor
+    (which a 2-D contiguous float32 input is: a mark there would make its first axis
+    dynamic in the caller's own torch.compile)."""
+    x = torch.from_numpy(scores(512, 512, 1.0))
+    p = entmax(x, 1.3)
+    assert (1.3, 512, False, "cpu") in _fused._KERNELS
+    assert not hasattr(x, "_dynamo_dynamic_indices")
+    assert np.abs(p.double().numpy() - bisected(x.numpy(), 1.3)).max() <= 1e-6
+
+
 def test_on_the_cpu_a_failed_compile_is_not_retried(uncompiled):
     key = (1.3, 512, True, "cpu")
     x = torch.from_numpy(scores(64, 512, 1.0))

@@ -116,19 +116,21 @@ def _first_call(key: _Key, kernel: Callable, *args: torch.Tensor) -> tuple | Non
     kernel whose row sums Inductor fuses into its passes is tried first, then one whose
     row sums stay Torch's own kernels (arrays.OPAQUE_ROW_SUM says which Triton failure
     that avoids for the Newton loop)."""
+    first = ""
     try:
         try:
             ran = _quietly(kernel, *args)
-        except Exception:
+        except Exception as error:
             if key[3] == "cpu":
                 raise
+            first = f"{type(error).__name__}: {str(error)[:200]}; then "
             kernel = _KERNELS[key] = _compiled(key, fused_sums=False)
             ran = _quietly(kernel, *args)
     except Exception as error:  # (any compiler failure: the eager loop)
-        _FAILED.append(f"{type(error).__name__}: {error}")
+        _FAILED.append(f"{first}{type(error).__name__}: {error}")
         warnings.warn(
             "torch_bridge.entmax: compiling the fused kernel failed "
-            f"({_FAILED[0][:200]}); the eager loop runs instead",
+            f"({_FAILED[0][:400]}); the eager loop runs instead",
             RuntimeWarning,
             stacklevel=5,
         )
@@ -182,6 +184,7 @@ def entmax_rows(z: torch.Tensor, alpha: float | torch.Tensor, slopes: bool) -> _
         if kernel in _RAN:
             p, s, scale, check = kernel(flat)
         else:  # (rows marked dynamic for the compile; the graph then takes any count)
+            flat = flat.view(flat.shape)  # (a view: the mark stays off the caller's tensor)
             torch._dynamo.mark_dynamic(flat, 0)
             ran = _first_call((alpha, size, slopes, device), kernel, flat)
             if ran is None:
