@@ -639,7 +639,11 @@ def _mass(
         return _xs.row_sum(x), _xs.row_sum(s), None
     if work.form == "power":  # p = y^2, y = [1 + f/2]_+: dp/dc = -y, s = y
         count = _xs.row_sum(lib.sign(x, out=s)) if bend else None
-        return _xs.sum_of_squares(x), _xs.row_sum(x), count
+        # sum p as y * y into p (free until the map's last division) and Torch's own sum:
+        # the squared 2-norm, faster (float32 (1024, 1000): 0.031 ms against 0.065), was
+        # 4.0e-6 relatively off on rows of 992 equal small squares and 3 large ones (the
+        # sum 3.8e-7), and p on such rows (float32 integer scores) 2.2e-6 off float64
+        return _xs.row_sum(lib.multiply(x, x, out=p)), _xs.row_sum(x), count
     shifted = work.origin
     if isinstance(alpha, float) and alpha == 1.0:
         _xs.exp_flushed(lib.subtract(shifted, c, out=x), out=p)
