@@ -7,8 +7,9 @@ is y's square or cube root times whole powers of y, and at alpha = 3/2 they are 
 multiplications and three row sums, with no data-dependent control flow: Inductor fuses
 each evaluation into one pass over each row (on a GPU the whole map into one Triton
 kernel). The Torch face compiles ``entmax_rows`` for its hot eager calls
-(torch_bridge._fused; at 3/2 it took the place of the sort-based threshold there: a
-sort and a dozen launches on a GPU, and slower on the CPU too, measured); the
+(torch_bridge._fused; at 3/2 it takes the place of the eager paths for those calls:
+the sort-based threshold on a GPU, a sort and a dozen launches, and the Newton loop on
+large CPU calls, both slower, measured); the
 steps (Halley's on log_{2-alpha}(sum p), safeguarded by a bracket) and the start
 (Jensen's bound) are the Newton loop's own (tsallis.core.discrete), taken a fixed
 number of times; the rows whose last Newton step is not within 2 ulps of the shift are
