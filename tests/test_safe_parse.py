@@ -9,6 +9,7 @@ the user's text, so any path that still reached it would fail these tests.
 from __future__ import annotations
 
 import ast
+import re
 
 import pytest
 import sympy as sp
@@ -18,7 +19,7 @@ from hypothesis import strategies as st
 import tsallis
 from tsallis import cli
 from tsallis.derivations.location_scale import InvalidScoreError, parse_g
-from tsallis.derivations.safe_parse import MAX_DEPTH, MAX_LENGTH, parse_formula
+from tsallis.derivations.safe_parse import MAX_DEPTH, MAX_DIGITS, MAX_LENGTH, parse_formula
 
 T = sp.Symbol("t", nonnegative=True)
 
@@ -254,12 +255,20 @@ def _has_undefined_part(text: str) -> bool:
 @example("((t / 0))**0")  # SymPy makes the whole 1, but its part t/0 is zoo*t
 @example("(exp(exp(7)))**1")  # 10^476: its size overflowed a float, and it was refused
 @example("-(((1 / 0) - (1 / 0)))")  # SymPy's unevaluated parse folds it to 0
+@example("(exp(exp(8)))**2")  # 10^2589: over the size limit, refused by design
 def test_grammar_agrees_with_sympify(text):
     """On the accepted grammar the tree-built expression equals SymPy's own parse; what
-    is refused has a part that SymPy finds undefined or not real."""
+    is refused has a part that SymPy finds undefined or not real, or a power whose value
+    SymPy puts beyond MAX_DIGITS decimal digits (the documented size limit)."""
     try:
         ours = parse_formula(text, {"t": T}, "g")
-    except ValueError:  # e.g. 1/0 -> zoo is refused where it occurs
+    except ValueError as error:  # e.g. 1/0 -> zoo is refused where it occurs
+        too_large = re.search(rf"'(.+)' has more than {MAX_DIGITS} digits", str(error))
+        if too_large is not None and not _has_undefined_part(text):
+            value = sp.sympify(too_large.group(1), locals={"t": T})
+            digits = abs(sp.log(sp.Abs(value), 10).evalf(30))
+            assert digits > MAX_DIGITS, (text, digits)
+            return
         assert _has_undefined_part(text), text
         return
     theirs = sp.sympify(text, locals={"t": T})
