@@ -61,7 +61,6 @@ __all__ = [
     "softplus",
     "stop_gradient",
     "subtract_product",
-    "sum_of_squares",
 ]
 
 Array = Any  # a NumPy array or a Torch tensor
@@ -770,24 +769,6 @@ def subtract_product(target: Array, x: Array, y: Array) -> Array:
     return np.subtract(target, x * y, out=target)
 
 
-def sum_of_squares(x: Array) -> Array:
-    """sum_i x_i^2 over the last axis, kept as an axis of length 1, reading x once.
-
-    Torch: the squared 2-norm (float32 (1024, 1000): 0.04 ms here, where x * x and a
-    sum took 0.18); NumPy: einsum.
-
-    Examples:
-        >>> import numpy as np
-        >>> sum_of_squares(np.array([[3.0, 4.0]]))
-        array([[25.]])
-    """
-    if is_torch_array(x):
-        if _opaque(x):
-            return OPAQUE_ROW_SUM(x * x)
-        return sys.modules["torch"].linalg.vector_norm(x, 2, dim=-1, keepdim=True).square_()
-    return np.einsum("...i,...i->...", x, x)[..., None]
-
-
 # A row sum that torch.compile's Inductor cannot see into, set by torch_bridge (a
 # torch.library custom op running Torch's own sum). Under torch.compile off the CPU the
 # core's row sums go through it: fused into a Triton reduction, the Newton step's row
@@ -796,7 +777,9 @@ def sum_of_squares(x: Array) -> Array:
 # remove-layout-conversions pass, torch 2.11, H100: sparsemax, alpha = 1, 1.5, 2.5 and a
 # per-row alpha; measured 2026-11-26). Apart, the sum is ATen's kernel and Inductor
 # compiles the updates without a reduction in their kernels (then all six compiled).
-# Not on the CPU (C++ kernels, no such failure) nor in eager mode.
+# Not on the CPU (C++ kernels, no such failure) nor in eager mode, nor for the fixed-step
+# map of tsallis.core.rooted (row_sum(fused=True): no Newton loop's row updates; it
+# compiled into one Triton kernel on an H200, torch 2.11, Triton 3.6, 2026-11-29).
 OPAQUE_ROW_SUM: Callable[[Any], Any] | None = None
 HOST_DEVICES = ("cpu",)  # where the row sums stay Inductor's own
 

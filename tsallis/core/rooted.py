@@ -84,7 +84,9 @@ def constants(alpha: float, size: int, like: Array, fused_sums: bool = True) -> 
         True
     """
     if not rooted(alpha):
-        raise TypeError(f"alpha must be a Python float whose powers are roots, got {alpha!r}")
+        raise TypeError(
+            f"alpha must be a Python float whose powers are roots (or 1.5), got {alpha!r}"
+        )
     tiny = float(_xs.native(like).finfo(like.dtype).smallest_normal)
     floor = 2.0 ** math.ceil(math.log2(tiny) * (alpha - 1))
     return Constants(_chain(alpha), floor, _upper_shift(size, alpha), fused_sums)
