@@ -198,9 +198,8 @@ def entmax_rows(z: torch.Tensor, alpha: float | torch.Tensor, slopes: bool) -> _
         return None
     if left.size:  # finished by the eager loop, rows apart
         rows = torch.from_numpy(left).to(flat.device)
-        part = flat[rows]
-        done = _discrete.entmax_map(
-            part, alpha, None, True, top=part.amax(-1, keepdim=True), slopes=slopes
+        done = _discrete.entmax_map(  # (their maxima: the kernel's)
+            flat[rows], alpha, None, True, top=check[rows, :1], slopes=slopes
         )
         p[rows] = done[0]
         if slopes:

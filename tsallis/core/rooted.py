@@ -28,7 +28,9 @@ from tsallis.core.discrete import (
     _deformed_step,
     _halley_step,
     _mean_gap,
+    _mean_start,
     _rational_power,
+    _state_exponents,
     _upper_shift,
 )
 
@@ -37,13 +39,14 @@ __all__ = ["Constants", "constants", "entmax_rows", "rooted"]
 Array = Any  # a NumPy array or a Torch tensor
 
 
-# alpha = 3/2: s = p^(1/2) = y, p = y^2, and Halley's t = s / y = 1 on the support
-_WHOLE_SQUARE = _Chain(1, 0, 1)
-
-
 def _chain(alpha: float) -> _Chain | None:
-    """s's power of the state as a chain (discrete._rational_power's, or 3/2's)."""
-    return _WHOLE_SQUARE if alpha == 1.5 else _rational_power(alpha)
+    """s's power of the state as a chain: discrete._rational_power's, or a whole power of
+    1 (alpha = 3/2: s = y, p = y^2, and Halley's t = y^0, 1 on the support), which
+    _rational_power leaves out (its floor's power must round to 0; _powers masks t)."""
+    chain = _rational_power(alpha)
+    if chain is None and 1.0 < alpha < 2.0 and _state_exponents(alpha, 2)[1] == 1.0:
+        return _Chain(1, 0, 1)
+    return chain
 
 
 def rooted(alpha: float) -> bool:
@@ -175,10 +178,11 @@ def entmax_rows(
         held = constants(alpha, z.shape[-1], z)
     xp = _xs.namespace(z)
     gap = z - top
-    # Jensen's bound on the mean (discrete._mean_start): a lower bound of the shift
+    # Jensen's bound on the mean, the loop's own start: a lower bound of the shift
     lo = xp.zeros_like(top)
     hi = lo + held.upper
-    c = xp.minimum(xp.maximum(lo, hi - _mean_gap(z, top, None, _row_sum(z, held))), hi)
+    same = lambda v: v  # noqa: E731 (the per-row values stay in z's namespace)
+    c = _mean_start(z, top, lo, hi, alpha, same, _mean_gap(z, top, same, _row_sum(z, held)))
     for _ in range(steps):
         _, _, total, slope, bent = _sums(gap, c, alpha, held)
         step, _, _ = _halley_step(_deformed_step(total, slope, alpha), total, slope, bent, alpha)
