@@ -14,12 +14,12 @@ glibc malloc is kept in steady state as in bench_discrete.py (timing.steady_mall
 softmax row alone moved between 0.7 and 3 ms from run to run).
 On the CPU, sparsemax and alpha = 1.3 also run with the loops' prefix start set the
 other way from what this machine's measurement chose (tsallis.core.arrays.partition_pays).
-The "entmax 1.5" and "entmax 1.3" rows are the compiled kernel that hot calls take
-(tsallis.core.tuning.FUSED_AFTER_CALLS; the run warms each first and prints how long
-its compile took), "entmax 1.5, eager" and "entmax 1.3, eager loop" the eager paths
-that cold calls take (3/2's closed-form threshold on sorted rows on a GPU and on CPU
-calls of at most tuning.SORT_ELEMENTS values, else, as at this size on the CPU, the
-Newton loop; at 1.3 the Newton loop).
+The "sparsemax", "entmax 1.5" and "entmax 1.3" rows are the compiled kernel that hot
+calls take (tsallis.core.tuning.FUSED_AFTER_CALLS; the run warms each first and prints
+how long its compile took), "sparsemax, eager", "entmax 1.5, eager" and "entmax 1.3,
+eager loop" the eager paths that cold calls take (the closed-form thresholds on sorted
+rows on a GPU and on CPU calls of at most tuning.SORT_ELEMENTS values, else, as at this
+size on the CPU, the Newton loop; at 1.3 the Newton loop).
 Then the extra peak memory of one forward + backward at (65536, 1000) (on CUDA, the
 allocator's peak above what was allocated before). On CUDA every timed run ends with a
 synchronize. Not a test.
@@ -28,6 +28,7 @@ synchronize. Not a test.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import subprocess
 import sys
@@ -209,13 +210,15 @@ def main() -> None:
             f" {'on' if pays else 'off'}; rows 'start {other}' force it {other}; the loops'"
             f" log2 is {'NumPy' if arrays.numpy_log2_pays(torch) else 'Torch'}'s"
         )
-        cases[f"sparsemax, start {other}"] = fwd_bwd(with_prefix(sparsemax, not pays), x, w)
+        eager2 = with_fused(with_prefix(sparsemax, not pays), None)
+        cases[f"sparsemax, start {other}"] = fwd_bwd(eager2, x, w)
         forced13 = with_prefix(lambda v: entmax(v, 1.3), not pays)
         eager13 = with_fused(forced13, None)
         cases[f"entmax 1.3, start {other}"] = fwd_bwd(eager13, x, w)
+    cases["sparsemax, eager"] = fwd_bwd(with_fused(sparsemax, None), x, w)
     cases["entmax 1.5, eager"] = fwd_bwd(with_fused(lambda v: entmax(v, 1.5), None), x, w)
     cases["entmax 1.3, eager loop"] = fwd_bwd(with_fused(lambda v: entmax(v, 1.3), None), x, w)
-    for name in ("entmax 1.5", "entmax 1.3"):
+    for name in ("sparsemax", "entmax 1.5", "entmax 1.3"):
         hot = warm_fused(cases[name])
         print(
             f"{name} compiles its fused kernel on call {tuning.FUSED_AFTER_CALLS + 1}"
@@ -250,6 +253,7 @@ def main() -> None:
     print(f"{'what':<28} {'ms':>8} {'x softmax':>10} {'x package':>10} {'x F':>7} {'x N':>6}")
     peers = {"sparsemax": "package sparsemax", "entmax 1.5": "package entmax15"}
     peers["entmax 1.5, eager"] = "package entmax15"
+    peers["sparsemax, eager"] = "package sparsemax"
     peers["entmax 1.3"] = peers["entmax 1.3, eager loop"] = "package entmax_bisect 1.3"
     for name, value in t.items():
         peer = t.get(peers.get(name, ""), float("nan"))
@@ -259,7 +263,8 @@ def main() -> None:
         )
     if entmax_package is not None:
         with torch.no_grad():
-            for alpha, peer in ((1.5, entmax_package.entmax15), (1.3, None)):
+            pairs = ((2.0, entmax_package.sparsemax), (1.5, entmax_package.entmax15), (1.3, None))
+            for alpha, peer in pairs:
                 x32 = x.detach()
                 exact = entmax(x32.double(), alpha)
                 if peer is None:
@@ -271,7 +276,7 @@ def main() -> None:
                     f"alpha = {alpha} float32 worst error: ours {ours.abs().max():.1e} (fused"
                     f" kernel), {eager.abs().max():.1e} (eager path), package {theirs:.1e}"
                 )
-    for alpha, fused in ((1.5, False), (1.5, True), (1.3, False), (1.3, True)):
+    for alpha, fused in itertools.product((2.0, 1.5, 1.3), (False, True)):
         peak = peak_mb(alpha, args.device, fused)
         how = ", fused kernel" if fused else ""
         print(f"extra peak memory, (65536, 1000), alpha = {alpha}{how}: {peak:.0f} MB")

@@ -84,15 +84,22 @@ def test_rooted_rows_against_bisection(alpha, lib):
         assert np.abs(scale - s_want.sum(-1, keepdims=True)).max() <= 1e-5 * scale.max()
 
 
-def test_rooted_rows_at_the_edges():
-    alpha = 1.3
-    z = scores(6, 600, 1.0)
+def edge_rows() -> np.ndarray:
+    """Seven float32 rows of 600 at the edges, one edge each."""
+    z = scores(7, 600, 1.0)
     z[0, 1:] = -np.inf  # one finite entry
     z[1] = 3.0  # constant
     z[2, ::2] = -np.inf
     z[3, :4] = [1e30, -1e30, 1e29, 0.0]  # spread over 1e30
     z[4] = np.round(z[4])  # ties
     z[5] = z[5] * 1e-6 + 1e4  # tiny spread far from 0
+    z[6, :3] = 3e38  # (gaps to the others overflow to -inf)
+    return z
+
+
+def test_rooted_rows_at_the_edges():
+    alpha = 1.3
+    z = edge_rows()
     p, _, _, unsettled = rooted.entmax_rows(z, z.max(-1, keepdims=True), alpha, 3)
     assert not unsettled.any()
     assert np.isfinite(p).all()
@@ -101,7 +108,54 @@ def test_rooted_rows_at_the_edges():
     assert (p[2, ::2] == 0).all()
 
 
-@pytest.mark.parametrize("alpha", [2.0, 1.2, 1.31, 1.6])
+def sorted_sparsemax(z: np.ndarray) -> np.ndarray:
+    """sparsemax over the last axis, float64, by the sorted threshold (the oracle: typed
+    here from Martins and Astudillo 2016, eq. 2 and Algorithm 1)."""
+    u = np.asarray(z, dtype=np.float64)
+    u = u - u.max(axis=-1, keepdims=True)
+    ranked = -np.sort(-u, axis=-1)
+    sums = np.cumsum(ranked, axis=-1)
+    k = np.arange(1, u.shape[-1] + 1)
+    size = (1 + k * ranked > sums).sum(axis=-1, keepdims=True)
+    tau = (np.take_along_axis(sums, size - 1, axis=-1) - 1) / size
+    return np.maximum(u - tau, 0)
+
+
+@pytest.mark.parametrize("lib", ["numpy", "torch"])
+def test_sparsemax_rows_against_the_sorted_threshold(lib):
+    """alpha = 2: the support search settles every row within tuning.FUSED_SUPPORT_STEPS
+    (measured: 4 settle sigma 1e-6 to 100; 3 leave up to 50 of 1024 at sigma = 0.3), and
+    p is the closed form on it (float32 within 1e-7 of float64, measured)."""
+    for sigma in (1e-6, 1e-3, 0.1, 0.3, 1.0, 3.0, 100.0):
+        z = scores(256, 1000, sigma, seed=int(sigma * 10) % 7)
+        v = torch.from_numpy(z) if lib == "torch" else z
+        top = v.max(-1, keepdims=True) if lib == "numpy" else v.amax(-1, keepdim=True)
+        out = rooted.entmax_rows(v, top, 2.0, T.FUSED_SUPPORT_STEPS)
+        p, s, scale, unsettled = (np.asarray(a) for a in out)
+        want = sorted_sparsemax(z)
+        assert not unsettled.any(), sigma
+        assert np.abs(p - want).max() <= 2e-7, sigma
+        assert np.array_equal(s, (p > 0).astype(np.float32) / scale)
+        assert np.array_equal(scale[:, 0], (p > 0).sum(-1))
+        assert ((p > 0) == (want > 0))[want > 1e-6].all()
+    z = scores(256, 1000, 0.3)
+    p, _, _, unsettled = rooted.entmax_rows(z, z.max(-1, keepdims=True), 2.0, 1)
+    wrong = np.abs(p - sorted_sparsemax(z)).max(-1) > 1e-6
+    assert wrong.any() and (wrong <= unsettled[:, 0]).all()  # (one step: rows marked)
+
+
+def test_sparsemax_rows_at_the_edges():
+    z = edge_rows()
+    p, s, scale, unsettled = rooted.entmax_rows(z, z.max(-1, keepdims=True), 2.0, 4)
+    assert not unsettled.any()
+    assert np.isfinite(p).all() and np.isfinite(s).all()
+    assert np.abs(p - sorted_sparsemax(z)).max() <= 2e-7
+    assert p[0, 0] == 1 and (p[0, 1:] == 0).all()
+    assert np.abs(p[1] - 1 / 600).max() <= 1e-9 and scale[1, 0] == 600
+    assert (p[2, ::2] == 0).all() and np.abs(p[6, :3] - 1 / 3).max() <= 1e-7
+
+
+@pytest.mark.parametrize("alpha", [1.2, 1.31, 1.6, 1.99, 2.01])
 def test_rooted_refuses_other_alphas(alpha):
     assert not rooted.rooted(alpha)
     with pytest.raises(TypeError, match="roots"):
@@ -118,6 +172,8 @@ def fresh(monkeypatch):
     monkeypatch.setattr(_fused, "_KERNELS", {})
     monkeypatch.setattr(_fused, "_RAN", set())
     monkeypatch.setattr(_fused, "_FAILED", [])
+    monkeypatch.setattr(_fused, "_GRAPHS", {})
+    monkeypatch.setattr(_fused, "_DIRECT", {})
     monkeypatch.setattr(T, "FUSED_AFTER_CALLS", 0)
     return monkeypatch
 
@@ -173,18 +229,19 @@ def test_unsettled_rows_are_finished_by_the_loop(uncompiled):
         assert kernels and err <= 1e-6 and grad_err <= 1e-5
 
 
+@pytest.mark.parametrize("alpha", [1.375, 2.0])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_kernel_with_masks_infinities_and_other_dims(uncompiled, dtype):
+def test_kernel_with_masks_infinities_and_other_dims(uncompiled, dtype, alpha):
     z = scores(600, 512, 2.0)
     z[:, ::7] = -np.inf
     z[3] = -np.inf
     x = torch.from_numpy(z).t().to(dtype)  # rows along dim 0, not contiguous
     mask = torch.from_numpy(np.random.default_rng(1).random((512, 600)) > 0.2)
-    kernels, err, grad_err = against_float64(x, 1.375, dim=0, mask=mask)
-    assert set(kernels) == {(1.375, 512, True, "cpu")}
+    kernels, err, grad_err = against_float64(x, alpha, dim=0, mask=mask)
+    assert set(kernels) == {(alpha, 512, True, "cpu")}
     tol = 1e-6 if dtype == torch.float32 else 4e-3  # (bfloat16's output rounding: 2^-8)
     assert err <= tol and grad_err <= (1e-5 if dtype == torch.float32 else 1e-2)
-    p = entmax(x, 1.375, dim=0, mask=mask)
+    p = entmax(x, alpha, dim=0, mask=mask)
     assert (p[:, 3] == 0).all() and (p[::7] == 0).all() and (p[~mask] == 0).all()
 
 
@@ -232,11 +289,24 @@ def test_the_compiled_kernel(fresh):
     assert set(kernels) == {(1.3, 512, True, "cpu")}
     assert err <= 1e-6 and grad_err <= 1e-5
     compiled = _fused._KERNELS[1.3, 512, True, "cpu"]
+    # later calls run the captured graph without Dynamo (_Direct), at any row count
+    direct = _fused._DIRECT[compiled]
+    calls = []
+    fresh.setattr(direct, "compiled", lambda *a: calls.append(a[0]) or _graph(compiled)(*a))
     for rows in (1024, 777):
         z = scores(rows, 512, 3.0, seed=rows)
         kernels, err, grad_err = against_float64(torch.from_numpy(z), 1.3)
         assert _fused._KERNELS[1.3, 512, True, "cpu"] is compiled
         assert err <= 1e-6 and grad_err <= 1e-5
+    assert calls == [1024, 777] and len(_fused._GRAPHS[compiled]) == 1  # (no recompile)
+    # and through Dynamo (where no direct call is held) other row counts reuse the graph:
+    # its trace fills no cache of the core (arrays.register first; a trace that filled
+    # one guarded on its being empty, and every later call recompiled)
+    del _fused._DIRECT[compiled]
+    for rows in (640, 900):
+        _, err, _ = against_float64(torch.from_numpy(scores(rows, 512, 1.0, seed=rows)), 1.3)
+        assert err <= 1e-6
+    assert len(_fused._GRAPHS[compiled]) == 1
     with torch.no_grad():
         p = entmax(torch.from_numpy(z), 1.3)
     assert (1.3, 512, False, "cpu") in _fused._KERNELS
@@ -245,6 +315,51 @@ def test_the_compiled_kernel(fresh):
     p = torch.func.vmap(lambda row: entmax(row, 1.3))(torch.from_numpy(z))
     assert np.abs(p.double().numpy() - bisected(z, 1.3)).max() <= 1e-6
     assert not _fused._FAILED and math.isfinite(float(p.sum()))
+
+
+def _graph(kernel):
+    """The compiled graph that a kernel's first call captured (_fused._capturing)."""
+    return _fused._GRAPHS[kernel][0][0]
+
+
+def test_the_direct_call_keeps_to_its_guards():
+    """_Direct runs its graph only on the compile's device and on row counts whose shape
+    guards hold (evaluated once per count); elsewhere the call goes through Dynamo."""
+    sympy = pytest.importorskip("sympy")
+    rows = sympy.Symbol("s0", integer=True, positive=True)
+    seen = []
+    direct = _fused._Direct(
+        lambda *a: seen.append(a) or a, ("rows", "z"), rows, None, [rows < 100], torch.device("cpu")
+    )
+    z = torch.zeros(50, 8)
+    assert direct.takes(z) and direct(z)[0] == 50 and seen[0][1] is z
+    assert not direct.takes(torch.zeros(200, 8)) and direct.counts == {50: True, 200: False}
+    assert not direct.takes(torch.zeros(50, 8, device="meta"))
+
+
+def test_a_graph_whose_guards_fail_goes_through_dynamo(uncompiled):
+    x = torch.from_numpy(scores(512, 512, 1.0))
+    entmax(x, 1.3)  # (the kernel, uncompiled: nothing captured)
+    kernel = _fused._KERNELS[1.3, 512, False, "cpu"]
+    assert kernel not in _fused._DIRECT
+    refused = _fused._Direct(None, ("z",), None, None, [False], torch.device("cpu"))
+    _fused._DIRECT[kernel] = refused
+    p = entmax(x, 1.3)
+    assert refused.counts == {512: False}
+    assert np.abs(p.double().numpy() - bisected(x.numpy(), 1.3)).max() <= 1e-6
+
+
+def test_sparsemax_takes_the_kernel(uncompiled):
+    """alpha = 2 (sparsemax) by the kernel's support search; with one step, the rows it
+    leaves unsettled are finished by the eager path."""
+    for steps in (T.FUSED_SUPPORT_STEPS, 1):
+        uncompiled.setattr(T, "FUSED_SUPPORT_STEPS", steps)
+        for sigma in (1e-6, 0.3, 1.0, 100.0):
+            x = torch.from_numpy(scores(512, 600, sigma, seed=int(sigma) % 7))
+            uncompiled.setattr(_fused, "_KERNELS", {})
+            kernels, err, grad_err = against_float64(x, 2.0)
+            assert set(kernels) == {(2.0, 600, True, "cpu")}
+            assert err <= 1e-6 and grad_err <= 1e-5, (steps, sigma)
 
 
 def test_three_halves_takes_the_kernel(uncompiled):
@@ -314,7 +429,7 @@ def test_on_the_cpu_a_failed_compile_is_not_retried(uncompiled):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-@pytest.mark.parametrize("alpha", [1.3, 1.5])
+@pytest.mark.parametrize("alpha", [1.3, 1.5, 2.0])
 def test_cuda_hot_calls_take_the_compiled_kernel(fresh, alpha):
     """On a GPU (Triton): the compiled kernel against float64 on the CPU, forward and
     gradient, at (1024, 1000) and another row count, and rows it leaves unsettled."""
@@ -330,9 +445,22 @@ def test_cuda_hot_calls_take_the_compiled_kernel(fresh, alpha):
             p64 = entmax(z64, alpha)
             (p64 * w).sum().backward()
         assert (alpha, 1000, True, "cuda") in _fused._KERNELS and not _fused._FAILED
+        assert _fused._KERNELS[alpha, 1000, True, "cuda"] in _fused._DIRECT
         assert (p.detach().cpu().double() - p64.detach()).abs().max() <= 1e-6
         err = (x.grad.cpu().double() - z64.grad).abs().max() / z64.grad.abs().max()
         assert err <= 1e-5, (rows, sigma)
+    # a contiguous input off the allocator's alignment (one element in): the direct call
+    # runs Inductor's wrapper, which copies such inputs for its aligned loads
+    z = torch.from_numpy(scores(600, 1000, 1.0, seed=5))
+    shifted = torch.empty(600 * 1000 + 1, device="cuda")[1:].view(600, 1000).copy_(z.cuda())
+    with torch.no_grad():
+        entmax(z.cuda(), alpha)  # (the forward's own kernel, compiled and captured)
+        assert _fused._KERNELS[alpha, 1000, False, "cuda"] in _fused._DIRECT
+        p = entmax(shifted, alpha)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(T, "FUSED_AFTER_CALLS", None)
+            p64 = entmax(z.double(), alpha)
+    assert (p.cpu().double() - p64).abs().max() <= 1e-6
 
 
 def test_hot_calls_check_their_input(uncompiled):

@@ -617,7 +617,8 @@ ALPHA_GROUPS = 16
 ALPHA_GROUPS_OFF_CPU = 4
 
 # Hot eager calls of entmax at the alphas whose powers are roots (tsallis.core.rooted:
-# 1.25, 9/7, 14/11, 1.3, 4/3, 1.375, 1.4, 10/7) or whole (3/2), on the CPU or a CUDA
+# 1.25, 9/7, 14/11, 1.3, 4/3, 1.375, 1.4, 10/7) or whole (3/2, and 2: sparsemax, whose
+# support search takes FUSED_SUPPORT_STEPS steps on either device), on the CPU or a CUDA
 # device, float32 or computed in float32, on rows of at least FUSED_MIN_LENGTH entries
 # and calls of at least FUSED_MIN_ELEMENTS values: once the same (alpha, row length,
 # forward alone or not, device type) has come FUSED_AFTER_CALLS times in a process, the
@@ -636,6 +637,7 @@ ALPHA_GROUPS_OFF_CPU = 4
 FUSED_AFTER_CALLS: int | None = 10
 FUSED_STEPS = 3
 FUSED_STEPS_OFF_CPU = 4
+FUSED_SUPPORT_STEPS = 4
 FUSED_KERNELS = 8
 FUSED_MIN_LENGTH = 512
 FUSED_MIN_ELEMENTS = 1 << 18
