@@ -1,4 +1,5 @@
-"""Hot eager calls of entmax at the alphas whose powers are roots (or whole, 3/2), compiled.
+"""Hot eager calls of entmax at the alphas whose powers are roots (or whole: 3/2, and 2,
+sparsemax), compiled.
 
 The core's fixed-step map at those alphas (tsallis.core.rooted.entmax_rows) is a graph
 of whole-row passes that Inductor fuses: each evaluation one pass over each row, where
@@ -7,8 +8,10 @@ operations a step (on a GPU, a few dozen launches and a host read a step), and 3
 sort-based threshold a sort and a dozen launches. This module compiles it
 (torch.compile, a static row length and any number of rows) once a call has come
 tuning.FUSED_AFTER_CALLS times, runs it, and finishes the rows it leaves unsettled with
-the eager loop. Measured (float32 (1024, 1000), forward + backward): see
-docs/measurements.md ("A compiled kernel for hot calls").
+the eager loop. After its first call the compiled graph is called directly (_Direct),
+not through Dynamo's frame. Measured (float32 (1024, 1000), forward + backward): see
+docs/measurements.md ("A compiled kernel for hot calls", "Direct calls and sparsemax's
+kernel").
 """
 
 from __future__ import annotations
@@ -192,9 +195,10 @@ def _quietly(kernel: Callable, *args: torch.Tensor) -> tuple:
 
 class _Direct:
     """A kernel's compiled graph called without Dynamo: the frame evaluation and its
-    guards were about half of a hot call's host time (measured: 42 of 67 us for the
-    compiled call of entmax(x, 1.5) on CPU rows (4, 64), 17 us directly), which on a
-    GPU is most of a call. Dynamo's guards are replaced by the ones that hold here:
+    guards were most of the kernel's call (measured: 42 us through Dynamo and 17 us
+    directly on CPU rows (4, 64), where the whole entmax(x, 1.5) without grad took 67;
+    on an H200, a synchronize included, 0.33 ms and 0.11, where a GPU call's cost is
+    its host work). Dynamo's guards are replaced by the ones that hold here:
     _eligible's (float32, >= 2 rows), entmax_rows's (a 2-D contiguous z, no grad mode),
     the compile's row length and device (index included: Inductor's code sets it), and
     the shape guards that the compile put on the row count, evaluated once per count.

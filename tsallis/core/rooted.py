@@ -13,7 +13,10 @@ large CPU calls, both slower, measured); the
 steps (Halley's on log_{2-alpha}(sum p), safeguarded by a bracket) and the start
 (Jensen's bound) are the Newton loop's own (tsallis.core.discrete), taken a fixed
 number of times; the rows whose last Newton step is not within 2 ulps of the shift are
-returned as unsettled, for the caller's loop to finish.
+returned as unsettled, for the caller's loop to finish. At alpha = 2 (sparsemax) the
+map searches the support by a fixed number of bracketed Newton steps and takes the
+closed-form threshold on the support found (_sparsemax_rows), for the same calls in
+place of the same eager paths; rows whose support moved are returned as unsettled.
 """
 
 from __future__ import annotations
@@ -52,11 +55,11 @@ def _chain(alpha: float) -> _Chain | None:
 
 def rooted(alpha: float) -> bool:
     """Whether ``entmax_rows`` takes this Python-float alpha (its powers are roots, or
-    whole at 3/2).
+    whole at 3/2; or 2, sparsemax's support search).
 
     Examples:
-        >>> rooted(1.3), rooted(1.5), rooted(1.6)
-        (True, True, False)
+        >>> rooted(1.3), rooted(1.5), rooted(2.0), rooted(1.6)
+        (True, True, True, False)
     """
     return isinstance(alpha, float) and (alpha == 2.0 or _chain(alpha) is not None)
 
@@ -89,7 +92,7 @@ def constants(alpha: float, size: int, like: Array, fused_sums: bool = True) -> 
     """
     if not rooted(alpha):
         raise TypeError(
-            f"alpha must be a Python float whose powers are roots (or 1.5), got {alpha!r}"
+            f"alpha must be a Python float whose powers are roots (or 1.5, or 2), got {alpha!r}"
         )
     if alpha == 2.0:  # (sparsemax's search has no state powers: no chain, no floor)
         return Constants(None, 0.0, _upper_shift(size, alpha), fused_sums)
@@ -149,7 +152,8 @@ def entmax_rows(
     held: Constants | None = None,
 ) -> tuple[Array, Array | None, Array | None, Array]:
     """alpha-entmax over the last axis by ``steps`` Halley steps and a last evaluation,
-    at an alpha that ``rooted`` takes.
+    at an alpha that ``rooted`` takes (at 2, sparsemax: ``steps`` steps of its support
+    search and the closed form on the support found, _sparsemax_rows).
 
     Args:
         z: (..., K) float32 scores, finite or -inf, each row with a finite entry.
@@ -163,9 +167,10 @@ def entmax_rows(
 
     Returns:
         (p, s / sum(s) or None, sum(s) or None, unsettled): p renormalized on its
-        support; ``unsettled`` (..., 1) marks the rows whose Newton step at the last
-        evaluation exceeds 2 ulps of max(|c|, 1) (discrete._converged), whose outputs the
-        caller replaces.
+        support (at 2: the closed form, not renormalized); ``unsettled`` (..., 1) marks
+        the rows whose Newton step at the last evaluation exceeds 2 ulps of max(|c|, 1)
+        (discrete._converged; at 2: whose support moved), whose outputs the caller
+        replaces.
 
     Raises:
         TypeError: if ``rooted`` refuses alpha.
