@@ -362,6 +362,19 @@ def test_sparsemax_takes_the_kernel(uncompiled):
             assert err <= 1e-6 and grad_err <= 1e-5, (steps, sigma)
 
 
+def test_the_compiled_sparsemax_kernel(fresh):
+    """One real compile at alpha = 2 (Inductor's C++): against float64, forward and
+    gradient, and another row count by the direct call."""
+    for rows in (512, 900):
+        x = torch.from_numpy(scores(rows, 512, 1.0, seed=rows))
+        kernels, err, grad_err = against_float64(x, 2.0)
+        assert set(kernels) == {(2.0, 512, True, "cpu")}
+        assert err <= 1e-6 and grad_err <= 1e-5
+    compiled = _fused._KERNELS[2.0, 512, True, "cpu"]
+    assert compiled in _fused._DIRECT and len(_fused._GRAPHS[compiled]) == 1
+    assert not _fused._FAILED
+
+
 def test_three_halves_takes_the_kernel(uncompiled):
     """alpha = 3/2 (whole powers: p = y^2, s = y, t = 1 on the support) by the kernel."""
     for sigma in (1e-6, 1.0, 3.0, 100.0):
