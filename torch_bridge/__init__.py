@@ -20,7 +20,7 @@ Ops:
 """
 
 try:
-    import torch as _torch  # noqa: F401
+    import torch as _torch
 except ImportError as _missing:  # the extra was not installed
     raise ImportError(
         "torch_bridge needs PyTorch, which tsallis installs only with its torch extra: pip"
@@ -55,6 +55,15 @@ from torch_bridge.entmax import (
     sparsemax_loss,
 )
 from torch_bridge.kernel import KernelAttention, kernel_attention
+from tsallis.core import arrays as _arrays
+
+# the core's per-type caches filled for Torch's tensor types before any compile: Dynamo
+# guards on the caches a trace reads (their length), and an entry added after a compile
+# (a trace's own, or a Parameter's) failed the guard, so every later call recompiled
+# (the hot-call kernel did at every new row count, measured)
+for _like in (_torch.empty(0), _torch.nn.Parameter(_torch.empty(0))):
+    _arrays.register(_like)
+del _like
 
 __all__ = [
     "BetaGaussian",

@@ -17,6 +17,7 @@ kernel").
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import math
 import types
@@ -25,7 +26,6 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch import nn
 
 from tsallis.core import arrays as _arrays
 from tsallis.core import discrete as _discrete
@@ -66,16 +66,8 @@ def _eligible(z: torch.Tensor, alpha: float | torch.Tensor) -> bool:
     return large and rows >= 2 and _rooted_alpha(alpha)
 
 
-_ROOTED: dict[float, bool] = {}  # alpha -> rooted.rooted(alpha) (a few us a call)
-
-
-def _rooted_alpha(alpha: float) -> bool:
-    known = _ROOTED.get(alpha)
-    if known is None:
-        if len(_ROOTED) >= _COUNTED_KEYS:
-            _ROOTED.clear()
-        known = _ROOTED[alpha] = _rooted.rooted(alpha)
-    return known
+# rooted.rooted per alpha, remembered (it forms the alpha's power chain: a few us a call)
+_rooted_alpha = functools.lru_cache(maxsize=_COUNTED_KEYS)(_rooted.rooted)
 
 
 def _hot_kernel(alpha: float, size: int, slopes: bool, device: str) -> Callable | None:
@@ -172,16 +164,6 @@ def _own_function(number: int, defaults: tuple) -> Callable:
     closures) were recompiles of each other, and the ninth failed to compile (measured)."""
     code = _kernel.__code__.replace(co_name=f"_kernel_{number}")
     return types.FunctionType(code, _kernel.__globals__, code.co_name, defaults)
-
-
-def _fill_caches(z: torch.Tensor) -> None:
-    """The core's per-type caches (arrays.namespace's and arrays.arrays') filled for the
-    array types a session passes, before a compile: Dynamo guards on the caches it reads
-    (their length), so a trace that filled one, or a type cached after the compile (a
-    NumPy array from the NumPy face, a Parameter), made every later call through Dynamo
-    recompile, at every new row count (measured; the direct calls read no guards)."""
-    for like in (z, torch.empty(0), nn.Parameter(torch.empty(0)), np.empty(0)):
-        _arrays.register(like)
 
 
 def _quietly(kernel: Callable, *args: torch.Tensor) -> tuple:
@@ -354,7 +336,7 @@ def entmax_rows(z: torch.Tensor, alpha: float | torch.Tensor, slopes: bool) -> _
         elif kernel in _RAN:
             p, s, scale, check = kernel(flat)
         else:  # (rows marked dynamic for the compile; the graph then takes any count)
-            _fill_caches(flat)
+            _arrays.register(flat)  # (its type's caches, before the trace reads them)
             flat = flat.view(flat.shape)  # (a view: the mark stays off the caller's tensor)
             torch._dynamo.mark_dynamic(flat, 0)
             ran = _first_call((alpha, size, slopes, device), kernel, flat)

@@ -176,6 +176,12 @@ def register(like: Array) -> None:
     arrays(like)
 
 
+# NumPy's entries from the start: torch.compile guards on these caches where a trace
+# reads them, and an entry added after a compile (a NumPy call after a compiled Torch
+# one) failed the guard and recompiled (torch_bridge fills Torch's at its import)
+register(np.empty(0))
+
+
 def _torch_arrays(values: tuple[object, ...]) -> tuple[ModuleType, tuple[Array, ...]]:
     tensors = [v for v in values if is_torch_array(v)]
     xp = namespace(tensors[0])
