@@ -27,13 +27,15 @@ Conventions (those of the ``entmax`` package, extended):
   ``while_loop`` (at most 64 steps; a fixed 64 where torch lacks it) that stops the same
   way, and above alpha = 2 the refinement takes a fixed 16 steps.
 - Hot eager calls at the alphas whose powers are roots (1.25, 9/7, 14/11, 1.3, 4/3,
-  1.375, 1.4, 10/7) or whole (3/2), on the CPU or a CUDA device (float32 work, rows of
-  at least 512, at least 2^18 values), take a compiled kernel once the same alpha, row
-  length and device have come ``tsallis.core.tuning.FUSED_AFTER_CALLS`` (10) times: its
-  first use compiles (1-25 s, once), after which float32 (1024, 1000) at 1.3 ran forward
-  + backward in 2.5-2.9 x ``torch.softmax``'s time on the CPU and 2.9 x on an H200,
-  where the eager loop took 4.3-5.3 x and 6.6-7.2 x (torch_bridge._fused). The kernel
-  forms the row maxima and its input check itself: one host read a call.
+  1.375, 1.4, 10/7) or whole (3/2), and of sparsemax, on the CPU or a CUDA device
+  (float32 work, rows of at least 512, at least 2^18 values), take a compiled kernel
+  once the same alpha, row length and device have come
+  ``tsallis.core.tuning.FUSED_AFTER_CALLS`` (10) times: its first use compiles (1-25 s,
+  once), after which float32 (1024, 1000) forward + backward took 1.8-2.5 x
+  ``torch.softmax``'s time on the CPU and 1.9-2.6 x on an H200, where the eager paths
+  took 3.3-6.6 x and 2.2-7.5 x (torch_bridge._fused). The kernel forms the row maxima
+  and its input check itself: one host read a call, and its compiled graph is called
+  without torch.compile's frame.
 """
 
 from __future__ import annotations
